@@ -1,0 +1,2 @@
+# contrib/: plugstack sample, packaging, Kubernetes, monitoring.
+EXTRA_DIST += contrib/plugstack.conf.sample

@@ -1,0 +1,210 @@
+# t/lib/cluster.sh: start a private Slurm cluster (munged, slurmctld, two
+# slurmd) for one test script, and stop exactly what was started on exit.
+#
+# Source it from a test, then:
+#   cluster_start              # writes DIR/slurm.conf etc., waits for idle nodes
+#   srun ...                   # SLURM_CONF is exported for client commands
+#   cluster_plugstack "args"   # rewrite plugstack.conf (next step picks it up)
+# Everything lives in $LOOM_CLUSTER_DIR (a fresh directory per test script).
+#
+# Knobs (environment): LOOM_TEST_NODES (default 2), LOOM_TEST_CPUS (per node,
+# default 2), LOOM_TEST_PLUGIN (path of loom.so, default the build tree's).
+#
+# Each slurmd runs in its own mount namespace with two bind mounts:
+#  - a per-node PMIx client tmpdir at /var/tmp/loom-pmix-<id>, because two
+#    stepds on one host would otherwise race for the same spmix_appdir;
+#  - an /etc/hosts that resolves the node names to 127.0.0.1, so that
+#    MASTER_ADDR=<node name> works inside jobs, as on a real cluster.
+
+cluster_why_not() {
+	if [ "$(id -u)" != 0 ]; then echo "needs root to run slurmd"; return 0; fi
+	for p in slurmctld slurmd munged srun sinfo unshare; do
+		command -v $p >/dev/null 2>&1 || { echo "$p not installed"; return 0; }
+	done
+	return 1
+}
+
+_cluster_port_free() {
+	! ss -Htan 2>/dev/null | awk '{print $4}' | grep -q ":$1\$"
+}
+
+# Pick a block of ports nobody listens on; the start differs per script and
+# per run so that parallel test scripts (make -j check) do not collide.
+_cluster_pick_ports() {
+	local n=$1 tries=0 base p ok
+	while [ $tries -lt 50 ]; do
+		base=$(( 20000 + ( ($$ * 7 + RANDOM + tries * 131) % 4000 ) * 10 ))
+		ok=1
+		for p in $(seq $base $((base + n + 1))); do
+			_cluster_port_free $p || { ok=0; break; }
+		done
+		[ $ok = 1 ] && { echo $base; return 0; }
+		tries=$((tries + 1))
+	done
+	return 1
+}
+
+CLUSTER_PIDS=""
+
+cluster_log() { echo "# cluster: $*" >&2; }
+
+cluster_stop() {
+	local pid
+	[ -n "$CLUSTER_PIDS" ] || return 0
+	for pid in $CLUSTER_PIDS; do kill -TERM "$pid" 2>/dev/null; done
+	for _ in $(seq 1 50); do
+		local alive=""
+		for pid in $CLUSTER_PIDS; do
+			kill -0 "$pid" 2>/dev/null && alive="$alive $pid"
+		done
+		[ -z "$alive" ] && break
+		sleep 0.1
+	done
+	for pid in $CLUSTER_PIDS; do kill -KILL "$pid" 2>/dev/null; done
+	# slurmstepd processes of steps still running belong to us too
+	if [ -n "${LOOM_CLUSTER_DIR:-}" ]; then
+		pkill -KILL -f "slurmstepd.*${LOOM_CLUSTER_DIR}" 2>/dev/null
+	fi
+	CLUSTER_PIDS=""
+}
+
+_cluster_wait_pidfile() {
+	local f=$1
+	for _ in $(seq 1 100); do
+		[ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && { cat "$f"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+cluster_plugstack() {
+	local plugin=${LOOM_TEST_PLUGIN:-${LOOM_BUILD_DIR:+$LOOM_BUILD_DIR/spank/.libs/loom.so}}
+	if [ "$1" = "none" ] || [ -z "$plugin" ] || [ ! -f "$plugin" ]; then
+		: >"$LOOM_CLUSTER_DIR/plugstack.conf"
+	else
+		echo "required $plugin $*" >"$LOOM_CLUSTER_DIR/plugstack.conf"
+	fi
+}
+
+cluster_start() {
+	local dir nodes cpus base ctlport i name
+	nodes=${LOOM_TEST_NODES:-2}
+	cpus=${LOOM_TEST_CPUS:-2}
+	dir=$(mktemp -d /tmp/loom-cluster.XXXXXX) || return 1
+	chmod 755 "$dir"
+	LOOM_CLUSTER_DIR=$dir
+	export LOOM_CLUSTER_DIR
+	mkdir -p "$dir/state" "$dir/log" "$dir/spool" "$dir/munge" "$dir/etc"
+	base=$(_cluster_pick_ports $((nodes + 1))) || { cluster_log "no free ports"; return 1; }
+	ctlport=$base
+	CLUSTER_NODELIST="n[1-$nodes]"
+	export CLUSTER_NODELIST
+
+	# munged of our own, on a socket of our own, so that nothing of the
+	# host's (or another test's) munge is touched.
+	dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 2>/dev/null
+	chmod 400 "$dir/munge/munge.key"
+	chmod 700 "$dir/munge"
+	munged --force --socket="$dir/munge/munge.socket" \
+		--key-file="$dir/munge/munge.key" --log-file="$dir/log/munged.log" \
+		--pid-file="$dir/munge/munged.pid" --seed-file="$dir/munge/munged.seed" \
+		>"$dir/log/munged.out" 2>&1 || { cluster_log "munged failed: $(cat "$dir/log/munged.out")"; return 1; }
+	CLUSTER_PIDS="$(_cluster_wait_pidfile "$dir/munge/munged.pid")" || { cluster_log "munged did not start"; return 1; }
+
+	cluster_plugstack ""
+
+	cat >"$dir/slurm.conf" <<CONF
+ClusterName=loomtest
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.socket
+CredType=cred/munge
+SlurmctldPort=$ctlport
+SlurmdPort=$((ctlport + 1))
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmdLogFile=$dir/log/slurmd-%n.log
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+MpiDefault=none
+ReturnToService=2
+PlugStackConfig=$dir/plugstack.conf
+SlurmdParameters=config_overrides
+JobRequeue=1
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+KillWait=5
+MinJobAge=600
+InactiveLimit=0
+SlurmdTimeout=30
+MessageTimeout=20
+NodeName=n[1-$nodes] NodeHostname=localhost Port=$((ctlport + 2))-$((ctlport + 1 + nodes)) CPUs=$cpus RealMemory=2000 State=UNKNOWN
+PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP PriorityTier=5 PreemptMode=OFF
+PartitionName=low Nodes=n[1-$nodes] MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime=5
+PartitionName=high Nodes=n[1-$nodes] MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF
+CONF
+	echo "PMIxCliTmpDirBase=/var/tmp/loom-pmix-${dir##*.}" >"$dir/mpi.conf"
+	mkdir -p "/var/tmp/loom-pmix-${dir##*.}"
+	{
+		grep -v '^[[:space:]]*$' /etc/hosts 2>/dev/null
+		printf '127.0.0.1'
+		for i in $(seq 1 "$nodes"); do printf ' n%s' "$i"; done
+		echo
+	} >"$dir/etc/hosts"
+
+	SLURM_CONF=$dir/slurm.conf
+	export SLURM_CONF
+	slurmctld -f "$dir/slurm.conf" -i >"$dir/log/slurmctld.out" 2>&1 || { cluster_log "slurmctld failed: $(cat "$dir/log/slurmctld.out")"; return 1; }
+	i=$(_cluster_wait_pidfile "$dir/slurmctld.pid") || { cluster_log "slurmctld did not start: $(tail -5 "$dir/log/slurmctld.log")"; return 1; }
+	CLUSTER_PIDS="$CLUSTER_PIDS $i"
+
+	for i in $(seq 1 "$nodes"); do
+		name=n$i
+		mkdir -p "$dir/pmix/$name" "$dir/spool/$name"
+		unshare -m --propagation private sh -c "
+			mount --bind '$dir/pmix/$name' '/var/tmp/loom-pmix-${dir##*.}' &&
+			mount --bind '$dir/etc/hosts' /etc/hosts &&
+			exec slurmd -f '$dir/slurm.conf' -N $name" \
+			>"$dir/log/slurmd-$name.out" 2>&1 || { cluster_log "slurmd $name failed: $(cat "$dir/log/slurmd-$name.out")"; return 1; }
+		local pid
+		pid=$(_cluster_wait_pidfile "$dir/slurmd-$name.pid") || { cluster_log "slurmd $name did not start: $(tail -5 "$dir/log/slurmd-$name.log" 2>/dev/null)"; return 1; }
+		CLUSTER_PIDS="$CLUSTER_PIDS $pid"
+	done
+
+	# ready when every node is idle
+	for _ in $(seq 1 300); do
+		if [ "$(sinfo -h -p debug -o '%t %D' 2>/dev/null)" = "idle $nodes" ]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	cluster_log "nodes never became idle: $(sinfo 2>&1)"
+	return 1
+}
+
+cluster_dump_logs() {
+	local f
+	for f in "$LOOM_CLUSTER_DIR"/log/*.log; do
+		echo "# ---- $f" >&2
+		tail -20 "$f" | sed 's/^/# /' >&2
+	done
+}
+
+# Remove the cluster directory unless the test asks to keep it for debugging.
+cluster_cleanup() {
+	cluster_stop
+	if [ -n "${LOOM_CLUSTER_DIR:-}" ]; then
+		rmdir "/var/tmp/loom-pmix-${LOOM_CLUSTER_DIR##*.}" 2>/dev/null
+		[ -n "${LOOM_TEST_KEEP:-}" ] || rm -rf "$LOOM_CLUSTER_DIR"
+	fi
+}

@@ -1,0 +1,89 @@
+# t/lib/test-lib.sh: sharness-style TAP for loom's shell tests.
+#
+#   . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+#   test_expect_success 'what it shows' 'commands'
+#   test_expect_failure_msg 'what' 'pattern' 'command that must fail'
+#   test_done
+# Each test runs in a subshell with `set -e` semantics off; the last
+# command's status decides. Output of failing tests is echoed as TAP
+# diagnostics.
+
+: "${LOOM_SRC_DIR:?run through make check (LOOM_SRC_DIR unset)}"
+: "${LOOM_BUILD_DIR:?run through make check (LOOM_BUILD_DIR unset)}"
+
+test_count=0
+test_failures=0
+TEST_TMP=$(mktemp -d /tmp/loom-test.XXXXXX)
+chmod 755 "$TEST_TMP"
+export TEST_TMP
+
+say_tap() { printf '%s\n' "$*"; }
+
+skip_all() {
+	say_tap "1..0 # SKIP $*"
+	rm -rf "$TEST_TMP"
+	exit 0
+}
+
+_test_run() {
+	# stdout and stderr of the test body land in $TEST_TMP/out
+	( eval "$1" ) >"$TEST_TMP/out" 2>&1
+}
+
+test_expect_success() {
+	local desc=$1 body=$2
+	test_count=$((test_count + 1))
+	if _test_run "$body"; then
+		say_tap "ok $test_count - $desc"
+	else
+		test_failures=$((test_failures + 1))
+		say_tap "not ok $test_count - $desc"
+		sed -e 's/^/#   /' "$TEST_TMP/out" | head -60
+	fi
+}
+
+test_skip() {
+	test_count=$((test_count + 1))
+	say_tap "ok $test_count # SKIP $1 ($2)"
+}
+
+test_done() {
+	say_tap "1..$test_count"
+	[ -n "${LOOM_TEST_KEEP:-}" ] || rm -rf "$TEST_TMP"
+	[ $test_failures -eq 0 ]
+	exit $?
+}
+
+# test_must_fail_with PATTERN CMD...: CMD exits non-zero and its combined
+# output matches the extended regex PATTERN.
+test_must_fail_with() {
+	local pat=$1 out rc
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	if [ $rc -eq 0 ]; then echo "expected failure, got exit 0"; return 1; fi
+	printf '%s\n' "$out" | grep -Eq -- "$pat" || { echo "output lacks /$pat/"; return 1; }
+}
+
+# Run a cluster: skip the whole script when this host cannot, unless CI
+# demands it (LOOM_REQUIRE_CLUSTER=1 turns a skip into a failure).
+test_need_cluster() {
+	. "$LOOM_SRC_DIR/t/lib/cluster.sh"
+	local why
+	if why=$(cluster_why_not); then
+		if [ -n "${LOOM_REQUIRE_CLUSTER:-}" ]; then
+			say_tap "1..1"
+			say_tap "not ok 1 - cluster required (LOOM_REQUIRE_CLUSTER) but: $why"
+			exit 1
+		fi
+		skip_all "live Slurm cluster: $why"
+	fi
+	trap 'cluster_cleanup; rm -rf "$TEST_TMP"' EXIT
+	if ! cluster_start; then
+		cluster_dump_logs
+		say_tap "1..1"
+		say_tap "not ok 1 - start the test cluster"
+		exit 1
+	fi
+}

@@ -1,0 +1,38 @@
+#!/bin/sh
+# The test cluster itself: daemons start, nodes go idle, jobs run on both
+# nodes, and stopping it leaves nothing of ours running.
+. "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+test_need_cluster
+
+test_expect_success 'sinfo shows two idle nodes' '
+	sinfo -h -p debug -o "%t %D %N" | tee /dev/stderr | grep -qx "idle 2 n\[1-2\]"
+'
+test_expect_success 'srun -N2 -n4 runs two tasks on each node' '
+	srun -N2 -n4 -l printenv SLURMD_NODENAME | sort >"$TEST_TMP/nodes" &&
+	cat "$TEST_TMP/nodes" &&
+	test $(grep -c "n1\$" "$TEST_TMP/nodes") -eq 2 &&
+	test $(grep -c "n2\$" "$TEST_TMP/nodes") -eq 2
+'
+test_expect_success 'node names resolve inside tasks' '
+	srun -N1 -n1 getent hosts n2 | grep -q "^127.0.0.1"
+'
+test_expect_success 'srun --mpi=pmix starts tasks with PMIx' '
+	srun --mpi=pmix -N2 -n2 printenv PMIX_RANK | sort | tr "\n" " " | grep -qx "0 1 "
+'
+test_expect_success 'sbatch runs a batch job to completion' '
+	id=$(sbatch --parsable -N2 -n2 -o "$TEST_TMP/job.out" --wrap "srun hostname") &&
+	for i in $(seq 1 100); do
+		st=$(sacct -n -X -j $id -o State 2>/dev/null | tr -d " ")
+		st=${st:-$(scontrol show job $id 2>/dev/null | sed -n "s/.*JobState=\([A-Z]*\).*/\1/p")}
+		[ "$st" = COMPLETED ] && break
+		sleep 0.2
+	done &&
+	test "$st" = COMPLETED && test $(wc -l <"$TEST_TMP/job.out") -eq 2
+'
+test_expect_success 'cluster_stop stops every daemon it started' '
+	pids="$CLUSTER_PIDS" &&
+	cluster_stop &&
+	for p in $pids; do ! kill -0 $p 2>/dev/null || { echo "pid $p alive"; exit 1; }; done &&
+	! pgrep -f "$LOOM_CLUSTER_DIR" 
+'
+test_done
