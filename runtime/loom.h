@@ -6,6 +6,8 @@
 #ifndef LOOM_H
 #define LOOM_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,6 +37,182 @@ const char *loom_strerror(int status);
 
 /* The library's version as "MAJOR.MINOR.PATCH". */
 const char *loom_version(void);
+
+/* ---------------------------------------------------------------------
+ * Types
+ * ------------------------------------------------------------------- */
+
+typedef struct loom_comm loom_comm_t;        /* a communicator */
+typedef struct loom_request loom_request_t;  /* a non-blocking operation */
+
+typedef enum {
+	LOOM_INT8 = 0,
+	LOOM_INT32,
+	LOOM_INT64,
+	LOOM_FLOAT16,   /* IEEE half, stored as uint16_t */
+	LOOM_BFLOAT16,  /* bfloat16, stored as uint16_t */
+	LOOM_FLOAT32,
+	LOOM_FLOAT64,
+	LOOM_DTYPE_COUNT
+} loom_dtype_t;
+
+/* 16-bit floats are reduced with fp32 accumulation. LOOM_AVG is SUM
+ * divided by the communicator size (integers: truncated division). */
+typedef enum {
+	LOOM_SUM = 0,
+	LOOM_PROD,
+	LOOM_MIN,
+	LOOM_MAX,
+	LOOM_AVG,
+	LOOM_OP_COUNT
+} loom_op_t;
+
+typedef enum {
+	LOOM_BACKEND_AUTO = 0,  /* LOOM_BACKEND from the environment, else native */
+	LOOM_BACKEND_NATIVE,    /* shared memory inside a node, TCP between nodes */
+	LOOM_BACKEND_MPI,
+	LOOM_BACKEND_NCCL
+} loom_backend_t;
+
+/* color for loom_comm_split: this rank joins no new communicator */
+#define LOOM_UNDEFINED (-32766)
+
+/* Size in bytes of one element; 0 for an unknown dtype. */
+size_t loom_dtype_size(loom_dtype_t dtype);
+const char *loom_dtype_name(loom_dtype_t dtype);
+const char *loom_op_name(loom_op_t op);
+
+/* ---------------------------------------------------------------------
+ * World and communicators
+ * ------------------------------------------------------------------- */
+
+/* Form the world communicator. Bootstrap order:
+ *  1. PMIx, when the process runs under `srun --mpi=pmix` (PMIX_RANK set);
+ *  2. RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (what loom.so writes, also
+ *     what torchrun writes): a TCP rendezvous at MASTER_ADDR:MASTER_PORT;
+ *  3. else a world of size 1.
+ * The backend is chosen by LOOM_BACKEND=native|mpi|nccl|auto. */
+int loom_init(loom_comm_t **world);
+int loom_init_backend(loom_backend_t backend, loom_comm_t **world);
+/* Free the world (and any communicator derived from it not yet freed). */
+int loom_finalize(loom_comm_t *world);
+
+/* Rank and size; -1 for a NULL communicator. */
+int loom_comm_rank(const loom_comm_t *comm);
+int loom_comm_size(const loom_comm_t *comm);
+/* Ranks of comm on this node (same SLURMD_NODENAME, else host name). */
+int loom_comm_local_rank(const loom_comm_t *comm);
+int loom_comm_local_size(const loom_comm_t *comm);
+
+/* Collective over comm. Ranks with the same color form a new
+ * communicator, ordered by key then by rank in comm. color ==
+ * LOOM_UNDEFINED gives *newcomm = NULL. */
+int loom_comm_split(loom_comm_t *comm, int color, int key, loom_comm_t **newcomm);
+int loom_comm_dup(loom_comm_t *comm, loom_comm_t **newcomm);
+int loom_comm_free(loom_comm_t *comm);
+
+/* Tear comm down from any one rank: every rank's pending and future
+ * operations on it fail with LOOM_ERR_ABORTED (or LOOM_ERR_PEER_LOST). */
+int loom_comm_abort(loom_comm_t *comm);
+
+/* Deadline for every operation on comm, in seconds (default LOOM_TIMEOUT,
+ * else 600). On expiry the call returns LOOM_ERR_TIMEOUT and logs one line
+ * naming the communicator, the operation, its sequence number and the
+ * ranks that never arrived. */
+int loom_comm_set_timeout(loom_comm_t *comm, double seconds);
+/* A name used in log lines (default "world", "split<N>"...). Copied. */
+int loom_comm_set_name(loom_comm_t *comm, const char *name);
+const char *loom_comm_name(const loom_comm_t *comm);
+
+/* ---------------------------------------------------------------------
+ * Parallelism mesh
+ *
+ * loom_mesh(world, dp, tp, pp) with dp * tp * pp == size(world) gives this
+ * rank's data-, tensor- and pipeline-parallel communicators. Tensor
+ * parallel ranks are contiguous (fastest-varying), then data parallel,
+ * then pipeline stages:
+ *
+ *     rank = (pp_index * dp + dp_index) * tp + tp_index
+ *
+ *   dp=2 tp=2 pp=2, 8 ranks (two nodes of 4: TP groups stay in a node)
+ *
+ *              stage 0 (pp_index 0)       stage 1 (pp_index 1)
+ *            +---------+---------+      +---------+---------+
+ *   dp 0     | r0   r1 |         |      | r4   r5 |         |
+ *   dp 1     |         | r2   r3 |      |         | r6   r7 |
+ *            +---------+---------+      +---------+---------+
+ *     tp groups: {0,1} {2,3} {4,5} {6,7}
+ *     dp groups: {0,2} {1,3} {4,6} {5,7}
+ *     pp groups: {0,4} {1,5} {2,6} {3,7}
+ * ------------------------------------------------------------------- */
+typedef struct {
+	loom_comm_t *dp, *tp, *pp;          /* this rank's groups */
+	int dp_index, tp_index, pp_index;   /* this rank's coordinates */
+	int dp_size, tp_size, pp_size;
+} loom_mesh_t;
+
+int loom_mesh(loom_comm_t *world, int dp, int tp, int pp, loom_mesh_t *mesh);
+int loom_mesh_free(loom_mesh_t *mesh);
+
+/* ---------------------------------------------------------------------
+ * Collectives. Argument order: send, recv, count, dtype, [op,] [root,]
+ * comm. In place when send == recv (allgather: send == recv + rank*count;
+ * reduce_scatter: send == recv is allowed, the result lands at recv).
+ * count is in elements.
+ * ------------------------------------------------------------------- */
+int loom_allreduce(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		   loom_op_t op, loom_comm_t *comm);
+/* root's send is copied to every rank's recv (root: send may equal recv) */
+int loom_broadcast(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		   int root, loom_comm_t *comm);
+/* recv significant at root only */
+int loom_reduce(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		loom_op_t op, int root, loom_comm_t *comm);
+/* send: count elements; recv: size*count, rank i's block at i*count */
+int loom_allgather(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		   loom_comm_t *comm);
+/* send: size*count elements; recv: count, the reduction of block rank */
+int loom_reduce_scatter(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+			loom_op_t op, loom_comm_t *comm);
+/* send and recv: size*count; block j of send goes to rank j, block i of
+ * recv came from rank i */
+int loom_alltoall(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		  loom_comm_t *comm);
+int loom_barrier(loom_comm_t *comm);
+
+/* Point to point; messages between a pair of ranks arrive in order. */
+int loom_send(const void *buf, size_t count, loom_dtype_t dtype, int peer, loom_comm_t *comm);
+int loom_recv(void *buf, size_t count, loom_dtype_t dtype, int peer, loom_comm_t *comm);
+
+/* ---------------------------------------------------------------------
+ * Non-blocking forms. They progress in the background (the caller need
+ * not call in) and complete in the order they were started on a
+ * communicator. Buffers must stay valid until completion.
+ * ------------------------------------------------------------------- */
+int loom_iallreduce(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		    loom_op_t op, loom_comm_t *comm, loom_request_t **req);
+int loom_ibroadcast(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		    int root, loom_comm_t *comm, loom_request_t **req);
+int loom_ireduce(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		 loom_op_t op, int root, loom_comm_t *comm, loom_request_t **req);
+int loom_iallgather(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		    loom_comm_t *comm, loom_request_t **req);
+int loom_ireduce_scatter(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+			 loom_op_t op, loom_comm_t *comm, loom_request_t **req);
+int loom_ialltoall(const void *send, void *recv, size_t count, loom_dtype_t dtype,
+		   loom_comm_t *comm, loom_request_t **req);
+int loom_ibarrier(loom_comm_t *comm, loom_request_t **req);
+int loom_isend(const void *buf, size_t count, loom_dtype_t dtype, int peer,
+	       loom_comm_t *comm, loom_request_t **req);
+int loom_irecv(void *buf, size_t count, loom_dtype_t dtype, int peer,
+	       loom_comm_t *comm, loom_request_t **req);
+
+/* Wait for completion; returns the operation's status and frees req. */
+int loom_wait(loom_request_t *req);
+/* *done = 1 when complete (then returns its status and frees req),
+ * else *done = 0 and returns LOOM_SUCCESS. */
+int loom_test(loom_request_t *req, int *done);
+
 
 #ifdef __cplusplus
 }
