@@ -1,2 +1,13 @@
 # contrib/: plugstack sample, packaging, Kubernetes, monitoring.
 EXTRA_DIST += contrib/plugstack.conf.sample
+EXTRA_DIST += \
+	contrib/container/Dockerfile \
+	contrib/kubernetes/mpijob.yaml \
+	contrib/kubernetes/slurm-on-kubernetes.yaml \
+	contrib/rpm/loom.spec \
+	contrib/debian/control contrib/debian/rules contrib/debian/changelog \
+	contrib/debian/copyright contrib/debian/source/format \
+	contrib/debian/slurm-spank-loom.install contrib/debian/slurm-spank-loom.docs \
+	contrib/debian/libloom0.install contrib/debian/libloom-dev.install \
+	contrib/debian/loom-tools.install \
+	contrib/build-deb

@@ -11,10 +11,11 @@ AM_TESTS_ENVIRONMENT = \
 	export LOOM_SRC_DIR LOOM_BUILD_DIR PATH;
 
 noinst_HEADERS += t/tap.h
-EXTRA_DIST += t/lib/cluster.sh t/lib/test-lib.sh t/run-on-test-cluster
+EXTRA_DIST += t/lib/cluster.sh t/lib/test-lib.sh t/run-on-test-cluster t/lib/k8s-schema.py
 
 # shell tests against the live cluster (they start it themselves)
 dist_check_SCRIPTS += \
 	t/t0001-cluster.t \
-	t/t0002-plugin-chain.t
+	t/t0002-plugin-chain.t \
+	t/t0003-contrib.t
 TESTS += $(dist_check_SCRIPTS)
