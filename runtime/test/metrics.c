@@ -1,0 +1,64 @@
+/* unit test: metrics counters and the exposition text they render.
+ * With LOOM_METRICS_FILE set, also writes that file for the strict
+ * parser of t/t0004-metrics.t to read. */
+#include "config.h"
+#include "../metrics.h"
+#include "../../t/tap.h"
+
+static char text[65536];
+
+int main(void)
+{
+	plan(NO_PLAN);
+	is_int((int)(loom_metrics_busbw_factor(LOOM_METRIC_ALLREDUCE, 4) * 1000), 1500,
+	       "allreduce busbw factor on 4 ranks is 2(n-1)/n");
+	is_int((int)(loom_metrics_busbw_factor(LOOM_METRIC_ALLGATHER, 4) * 1000), 750,
+	       "allgather factor is (n-1)/n");
+	is_int((int)loom_metrics_busbw_factor(LOOM_METRIC_BROADCAST, 4), 1, "broadcast factor is 1");
+
+	struct loom_metrics *w = loom_metrics_new("world", 3, 4);
+	struct loom_metrics *tp = loom_metrics_new("tp \"group\"", 1, 2);
+	ok(w && tp, "two communicators registered");
+	for (int i = 0; i < 5; i++)
+		loom_metrics_op(w, LOOM_METRIC_ALLREDUCE, 1 << 20, 0.001);
+	loom_metrics_op(w, LOOM_METRIC_BARRIER, 0, 0.0001);
+	loom_metrics_op(tp, LOOM_METRIC_ALLGATHER, 4096, 0.0005);
+	loom_metrics_timeout(w);
+	loom_metrics_peer_lost(tp);
+	loom_metrics_checkpoint(w, 2.5, 1000);
+
+	size_t need = loom_metrics_render(text, sizeof text);
+	ok(need < sizeof text, "rendered text fits (%zu bytes)", need);
+	like(text, "loom_operations_total{job=\"", "operations counter written with labels");
+	like(text, ",rank=\"3\",", "world rank label");
+	like(text, "comm=\"world\",op=\"allreduce\"} 5\n", "5 allreduces counted");
+	like(text, "loom_bytes_total{", "bytes family present");
+	like(text, "op=\"allreduce\"} 5242880\n", "bytes of the allreduces summed");
+	like(text, "comm=\"tp \\\"group\\\"\"", "quote in a comm name escaped");
+	like(text, "loom_timeouts_total{", "timeout family present");
+	like(text, "loom_checkpoint_last_seconds{", "checkpoint duration present");
+	ok(strstr(text, "op=\"barrier\"} 1\n") != NULL, "barrier counted");
+	/* 1 MiB in 1 ms on 4 ranks: 1.048576 GB/s * 1.5 */
+	like(text, "loom_busbw_last_gigabytes_per_second{", "busbw gauge present");
+	like(text, "op=\"allreduce\"} 1.57286\n", "busbw of the last allreduce");
+
+	const char *file = getenv("LOOM_METRICS_FILE");
+	if (file) {
+		is_int(loom_metrics_flush(), 0, "flush writes LOOM_METRICS_FILE");
+	} else {
+		skip(1, "LOOM_METRICS_FILE not set");
+	}
+	/* counters must not go backwards when a communicator is freed */
+	loom_metrics_free(w);
+	loom_metrics_render(text, sizeof text);
+	like(text, "comm=\"world\",op=\"allreduce\"} 5\n", "a freed communicator's counters stay");
+	struct loom_metrics *w2 = loom_metrics_new("world", 3, 4);
+	loom_metrics_op(w2, LOOM_METRIC_ALLREDUCE, 8, 0.001);
+	loom_metrics_free(w2);
+	loom_metrics_render(text, sizeof text);
+	like(text, "comm=\"world\",op=\"allreduce\"} 6\n", "freed ones of the same name are summed");
+	ok(strstr(text, "op=\"allreduce\"} 1\n") == NULL, "and not written twice");
+	loom_metrics_free(tp);
+	done_testing();
+	return exit_status();
+}
