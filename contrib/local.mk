@@ -11,3 +11,4 @@ EXTRA_DIST += \
 	contrib/debian/libloom0.install contrib/debian/libloom-dev.install \
 	contrib/debian/loom-tools.install \
 	contrib/build-deb
+EXTRA_DIST += contrib/monitoring/grafana-loom.json contrib/monitoring/README.md

@@ -23,6 +23,21 @@ test_expect_success 'the schema check rejects an MPIJob without workers' '
 else
 	test_skip 'Kubernetes manifests pass the structural schema check' 'python3-yaml not installed'
 fi
+test_expect_success 'the Grafana dashboard is valid JSON and queries only series loom writes' '
+	python3 - "$LOOM_SRC_DIR/contrib/monitoring/grafana-loom.json" "$LOOM_SRC_DIR/runtime/metrics.c" <<-\EOF
+	import json, re, sys
+	dash = json.load(open(sys.argv[1]))
+	written = set(re.findall(r"\"(loom_[a-z_]+)\"", open(sys.argv[2]).read()))
+	used = set()
+	for p in dash["panels"]:
+	    for t in p["targets"]:
+	        used |= set(re.findall(r"loom_[a-z_]+", t["expr"]))
+	assert used, "no loom series used"
+	missing = used - written
+	assert not missing, "dashboard uses series loom does not write: %s" % missing
+	print("ok", sorted(used))
+	EOF
+'
 test_expect_success 'every Debian binary package has an .install file' '
 	for p in $(sed -n "s/^Package: //p" "$LOOM_SRC_DIR/contrib/debian/control"); do
 		test -s "$LOOM_SRC_DIR/contrib/debian/$p.install" || { echo "no $p.install"; exit 1; }
