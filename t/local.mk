@@ -17,5 +17,6 @@ EXTRA_DIST += t/lib/cluster.sh t/lib/test-lib.sh t/run-on-test-cluster t/lib/k8s
 dist_check_SCRIPTS += \
 	t/t0001-cluster.t \
 	t/t0002-plugin-chain.t \
-	t/t0003-contrib.t
+	t/t0003-contrib.t \
+	t/t0005-man.t
 TESTS += $(dist_check_SCRIPTS)
