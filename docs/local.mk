@@ -1,6 +1,6 @@
 # docs/: the environment contract between plugin and runtime, man pages.
 EXTRA_DIST += docs/environment.md
-dist_man_MANS = docs/man/loom.3
+dist_man_MANS = docs/man/loom.3 docs/man/loom.8
 
 # loom_<function>(3) pages: each is a .so link to loom(3)
 LOOM_MAN3_LINKS = loom_init loom_init_backend loom_finalize loom_comm_rank \
