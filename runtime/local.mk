@@ -2,11 +2,44 @@
 lib_LTLIBRARIES += runtime/libloom.la
 include_HEADERS += runtime/loom.h
 pkgconfig_DATA += runtime/loom.pc
+noinst_HEADERS += runtime/loom_internal.h
 runtime_libloom_la_SOURCES = \
-	runtime/error.c
-runtime_libloom_la_LDFLAGS = -version-info 0:0:0
+	runtime/error.c \
+	runtime/log.c \
+	runtime/sync.c \
+	runtime/reduce_ops.c \
+	runtime/transport_tcp.c \
+	runtime/transport_shm.c \
+	runtime/xfer.c \
+	runtime/plan.c \
+	runtime/coll_allreduce.c \
+	runtime/coll_reduce.c \
+	runtime/coll_bcast.c \
+	runtime/coll_ring.c \
+	runtime/coll_misc.c \
+	runtime/coll.c \
+	runtime/progress.c \
+	runtime/comm.c \
+	runtime/mesh.c \
+	runtime/bootstrap.c \
+	runtime/bootstrap_env.c \
+	runtime/init.c
+runtime_libloom_la_CFLAGS = $(AM_CFLAGS) -pthread
+runtime_libloom_la_LIBADD =
+if HAVE_PMIX
+runtime_libloom_la_SOURCES += runtime/bootstrap_pmix.c
+runtime_libloom_la_CFLAGS += $(PMIX_CFLAGS)
+runtime_libloom_la_LIBADD += $(PMIX_LIBS)
+endif
+runtime_libloom_la_LDFLAGS = -version-info 0:0:0 -pthread
 
 check_PROGRAMS += runtime/test/strerror
 runtime_test_strerror_SOURCES = runtime/test/strerror.c
 runtime_test_strerror_LDADD = runtime/libloom.la
 TESTS += runtime/test/strerror
+
+# C unit tests of the runtime (TAP, t/tap.h)
+check_PROGRAMS += runtime/test/single
+runtime_test_single_SOURCES = runtime/test/single.c
+runtime_test_single_LDADD = runtime/libloom.la
+TESTS += runtime/test/single
