@@ -214,6 +214,83 @@ int loom_wait(loom_request_t *req);
 int loom_test(loom_request_t *req, int *done);
 
 
+/* ---- Data-parallel gradient helper (runtime/dp.c) ------------------ */
+/* ---------------------------------------------------------------------
+ * Data-parallel gradient helper
+ *
+ *   loom_dp_create(comm, 0, 0, &dp);          cap from LOOM_BUCKET_MB (25)
+ *   loom_dp_add(dp, g_w1, n_w1, &i_w1); ...   every gradient, forward order
+ *   loom_dp_broadcast_params(dp, w1, n_w1);   once: rank 0's parameters
+ *   each step:
+ *     backward: loom_dp_ready(dp, i_w3); ... loom_dp_ready(dp, i_w1);
+ *     loom_dp_finish(dp);                     gradients now averaged
+ *
+ * Buckets are formed in backward order (the last registered tensor is in
+ * bucket 0) of whole tensors up to the cap (wire bytes); a tensor bigger
+ * than the cap gets a bucket of its own. A bucket's non-blocking
+ * reduction starts inside the loom_dp_ready() that completes it, and
+ * buckets start in bucket order on every rank. Between loom_dp_ready(i)
+ * and loom_dp_finish() gradient i must not change (it has been copied).
+ * loom_dp_finish() takes tensors never marked ready as ready, waits for
+ * every bucket and writes grad = (sum over ranks) / size back.
+ *
+ * Flags:
+ *   LOOM_DP_BF16_WIRE  gradients rounded to bfloat16 (nearest even) on the
+ *                      wire, accumulated in fp32; the cap counts 2 bytes
+ *                      per element.
+ *   LOOM_DP_ORDERED    fixed reduction order: each bucket is allgathered
+ *                      and summed locally in rank order in fp32,
+ *                      ((g_0 + g_1) + g_2) + ... then divided by size, so
+ *                      the result is bit-identical on every rank and to a
+ *                      serial emulation doing the same; costs size times
+ *                      the bucket memory and wire volume of an allgather.
+ * Without LOOM_DP_ORDERED the sum is loom_iallreduce(LOOM_SUM), whose
+ * order is the algorithm's.
+ * ------------------------------------------------------------------- */
+typedef struct loom_dp loom_dp_t;
+
+#define LOOM_DP_BF16_WIRE 0x1u
+#define LOOM_DP_ORDERED   0x2u
+
+/* Cumulative since create (or loom_dp_stats_reset). A bucket's completion
+ * is observed at the next loom_dp_ready/loom_dp_poll/loom_dp_finish call,
+ * so comm_s is measured at the granularity of those calls. */
+typedef struct {
+	double comm_s;      /* wall time with at least one bucket in flight */
+	double wait_s;      /* of that, time blocked in loom_dp_finish (exposed) */
+	double overlap;     /* 1 - wait_s / comm_s: share hidden behind compute */
+	long steps;         /* loom_dp_finish calls */
+	int buckets;        /* buckets per step (0 before the plan is made) */
+	size_t wire_bytes;  /* bytes this rank contributes per step */
+} loom_dp_stats_t;
+
+/* bucket_bytes 0: LOOM_BUCKET_MB MiB from the environment (a positive
+ * number, may be fractional), default 25. comm must outlive dp. */
+int loom_dp_create(loom_comm_t *comm, size_t bucket_bytes, unsigned flags, loom_dp_t **dp);
+/* Register count floats at grad; *index (may be NULL) gets 0, 1, ...
+ * Only before the first ready/finish/bucket call (the plan is then fixed). */
+int loom_dp_add(loom_dp_t *dp, float *grad, size_t count, int *index);
+/* Gradient index is complete for this step (call in backward order). */
+int loom_dp_ready(loom_dp_t *dp, int index);
+/* Note completed buckets (optional, e.g. between layers of backward). */
+int loom_dp_poll(loom_dp_t *dp);
+/* Wait for all buckets, write the averaged gradients back; next step. */
+int loom_dp_finish(loom_dp_t *dp);
+int loom_dp_stats(loom_dp_t *dp, loom_dp_stats_t *stats);
+int loom_dp_stats_reset(loom_dp_t *dp);
+/* In place: rank 0's count floats at params to every rank of dp's comm. */
+int loom_dp_broadcast_params(loom_dp_t *dp, float *params, size_t count);
+/* The bucket plan: number of buckets, tensor index -> bucket, bytes on the
+ * wire of a bucket (0 for a bad one). Negative status on error. */
+int loom_dp_bucket_count(loom_dp_t *dp);
+int loom_dp_bucket_of(loom_dp_t *dp, int index);
+size_t loom_dp_bucket_bytes(loom_dp_t *dp, int bucket);
+/* x rounded to bfloat16 and back, as LOOM_DP_BF16_WIRE does. */
+float loom_dp_bf16_round(float x);
+/* Waits for buckets in flight, frees everything. */
+int loom_dp_free(loom_dp_t *dp);
+/* ---- end Data-parallel gradient helper ------------------------------ */
+
 #ifdef __cplusplus
 }
 #endif
