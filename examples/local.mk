@@ -2,3 +2,12 @@
 bin_PROGRAMS += examples/loom-hello
 examples_loom_hello_SOURCES = examples/hello.c
 examples_loom_hello_LDADD = runtime/libloom.la
+
+# examples that compute something and check it against the serial result
+noinst_HEADERS += examples/common.h
+bin_PROGRAMS += examples/loom-dp-train
+examples_loom_dp_train_SOURCES = examples/dp_train.c
+examples_loom_dp_train_LDADD = runtime/libloom.la -lm
+exampledir = $(docdir)/examples
+dist_example_DATA = examples/dp_train.sbatch
+dist_check_SCRIPTS += t/t5001-dp-train.t

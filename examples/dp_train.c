@@ -1,0 +1,494 @@
+/* examples/dp_train.c: data-parallel SGD with loom_dp.
+ *
+ * A small MLP (in -> hidden -> hidden -> 1, tanh, logistic output, binary
+ * cross-entropy) learns a fixed teacher on synthetic data. Each step's
+ * global batch is split evenly over the ranks; each rank back-propagates
+ * its shard layer by layer and marks each layer's gradients ready, so the
+ * bucket reductions run while the earlier layers are still computed.
+ *
+ * Check: rank 0 then replays the whole run serially: for every step it
+ * computes the shard gradients of every virtual rank with the same code
+ * and combines them in rank order ((g0 + g1) + ...) / n in fp32, rounding
+ * each shard to bfloat16 first for --bf16. The loss curve and the final
+ * parameters must be
+ *   bit-identical            with --ordered (fp32 or bf16 wire), and
+ *   within --tol (relative)  with the default allreduce, whose summation
+ *                            order is the algorithm's (default 1e-4 fp32,
+ *                            1e-2 bf16, whose wire keeps 8 significant bits
+ *                            and whose allreduce rounds partial sums too).
+ * Every rank must also end with the same parameters as rank 0.
+ *
+ *   srun --mpi=pmix -N2 -n4 loom-dp-train --ordered
+ */
+#include "common.h"
+
+#include <getopt.h>
+#include <math.h>
+
+struct cfg {
+	int steps, batch, in, hidden, log_every;
+	double lr, tol;
+	uint64_t seed;
+	long bucket_kb;
+	int ordered, bf16;
+};
+
+/* parameters (or gradients) of the MLP, one array each, forward order */
+enum { W1, B1, W2, B2, W3, B3, NPARAM };
+struct model {
+	float *p[NPARAM];
+	size_t n[NPARAM];
+};
+
+static void model_alloc(struct model *m, int in, int hid)
+{
+	m->n[W1] = (size_t)hid * in;
+	m->n[B1] = hid;
+	m->n[W2] = (size_t)hid * hid;
+	m->n[B2] = hid;
+	m->n[W3] = hid;
+	m->n[B3] = 1;
+	for (int i = 0; i < NPARAM; i++)
+		m->p[i] = ex_alloc(m->n[i], sizeof(float));
+}
+
+static void model_copy(struct model *d, const struct model *s)
+{
+	for (int i = 0; i < NPARAM; i++)
+		memcpy(d->p[i], s->p[i], s->n[i] * sizeof(float));
+}
+
+static void model_free(struct model *m)
+{
+	for (int i = 0; i < NPARAM; i++)
+		free(m->p[i]);
+}
+
+/* the data set: one sample per global row, a pure function of the seed */
+struct data {
+	int rows, in;
+	float *x, *y;
+};
+
+static void make_data(struct data *d, const struct cfg *c)
+{
+	uint64_t s = c->seed * 7919u + 1;
+	float *teacher = ex_alloc((size_t)c->in, sizeof(float));
+	d->rows = c->batch * 8;  /* 8 distinct global batches, then they repeat */
+	d->in = c->in;
+	d->x = ex_alloc((size_t)d->rows * c->in, sizeof(float));
+	d->y = ex_alloc((size_t)d->rows, sizeof(float));
+	for (int j = 0; j < c->in; j++)
+		teacher[j] = ex_randf(&s);
+	for (int r = 0; r < d->rows; r++) {
+		float z = 0;
+		for (int j = 0; j < c->in; j++) {
+			float v = ex_randf(&s);
+			d->x[(size_t)r * c->in + j] = v;
+			z += teacher[j] * v;
+		}
+		d->y[r] = sinf(3 * z) + 0.3f * z > 0 ? 1.0f : 0.0f;
+	}
+	free(teacher);
+}
+
+/* forward + backward on rows [row0, row0 + m) of the data; gradients are the
+ * mean over those rows. After each layer's gradients are complete,
+ * layer_done(layer) is called (layer 2, then 1, then 0). Returns the mean
+ * loss of the shard. */
+struct scratch {
+	float *h1, *h2, *d2, *d1;  /* m x hidden each */
+	float *dz;                 /* m */
+};
+
+typedef void (*layer_cb)(void *arg, int layer);
+
+static float shard_step(const struct model *P, struct model *G, const struct data *D, int row0,
+			int m, int hid, struct scratch *s, layer_cb cb, void *arg)
+{
+	const int in = D->in;
+	double loss = 0;
+	for (int i = 0; i < NPARAM; i++)
+		memset(G->p[i], 0, G->n[i] * sizeof(float));
+	/* forward */
+	for (int r = 0; r < m; r++) {
+		const float *x = D->x + (size_t)(row0 + r) * in;
+		float *h1 = s->h1 + (size_t)r * hid, *h2 = s->h2 + (size_t)r * hid;
+		float z = P->p[B3][0];
+		for (int k = 0; k < hid; k++) {
+			float a = P->p[B1][k];
+			const float *w = P->p[W1] + (size_t)k * in;
+			for (int j = 0; j < in; j++)
+				a += w[j] * x[j];
+			h1[k] = tanhf(a);
+		}
+		for (int k = 0; k < hid; k++) {
+			float a = P->p[B2][k];
+			const float *w = P->p[W2] + (size_t)k * hid;
+			for (int j = 0; j < hid; j++)
+				a += w[j] * h1[j];
+			h2[k] = tanhf(a);
+		}
+		for (int k = 0; k < hid; k++)
+			z += P->p[W3][k] * h2[k];
+		{
+			float y = D->y[row0 + r];
+			/* log(1 + e^z) - y z, computed without overflow */
+			float sp = z > 0 ? z + log1pf(expf(-z)) : log1pf(expf(z));
+			float p = 1.0f / (1.0f + expf(-z));
+			loss += sp - y * z;
+			s->dz[r] = (p - y) / (float)m;
+		}
+	}
+	/* layer 2 (output) */
+	for (int r = 0; r < m; r++) {
+		const float *h2 = s->h2 + (size_t)r * hid;
+		float *d2 = s->d2 + (size_t)r * hid;
+		float dz = s->dz[r];
+		G->p[B3][0] += dz;
+		for (int k = 0; k < hid; k++) {
+			G->p[W3][k] += dz * h2[k];
+			d2[k] = dz * P->p[W3][k] * (1 - h2[k] * h2[k]);
+		}
+	}
+	if (cb)
+		cb(arg, 2);
+	/* layer 1 */
+	for (int r = 0; r < m; r++) {
+		const float *h1 = s->h1 + (size_t)r * hid, *d2 = s->d2 + (size_t)r * hid;
+		float *d1 = s->d1 + (size_t)r * hid;
+		for (int k = 0; k < hid; k++) {
+			float *gw = G->p[W2] + (size_t)k * hid;
+			G->p[B2][k] += d2[k];
+			for (int j = 0; j < hid; j++)
+				gw[j] += d2[k] * h1[j];
+		}
+		for (int j = 0; j < hid; j++) {
+			float a = 0;
+			for (int k = 0; k < hid; k++)
+				a += P->p[W2][(size_t)k * hid + j] * d2[k];
+			d1[j] = a * (1 - h1[j] * h1[j]);
+		}
+	}
+	if (cb)
+		cb(arg, 1);
+	/* layer 0 */
+	for (int r = 0; r < m; r++) {
+		const float *x = D->x + (size_t)(row0 + r) * in, *d1 = s->d1 + (size_t)r * hid;
+		for (int k = 0; k < hid; k++) {
+			float *gw = G->p[W1] + (size_t)k * in;
+			G->p[B1][k] += d1[k];
+			for (int j = 0; j < in; j++)
+				gw[j] += d1[k] * x[j];
+		}
+	}
+	if (cb)
+		cb(arg, 0);
+	return (float)(loss / m);
+}
+
+static void sgd(struct model *P, const struct model *G, float lr)
+{
+	for (int i = 0; i < NPARAM; i++)
+		for (size_t e = 0; e < P->n[i]; e++)
+			P->p[i][e] -= lr * G->p[i][e];
+}
+
+/* global rows of virtual rank r's shard at step t */
+static int shard_row0(const struct cfg *c, const struct data *D, int t, int r, int n)
+{
+	return (t * c->batch) % D->rows + r * (c->batch / n);
+}
+
+struct ready_arg {
+	loom_dp_t *dp;
+	int idx[NPARAM];
+};
+
+static void mark_ready(void *argp, int layer)
+{
+	struct ready_arg *a = argp;
+	ex_check(loom_dp_ready(a->dp, a->idx[2 * layer + 1]), "loom_dp_ready (bias)");
+	ex_check(loom_dp_ready(a->dp, a->idx[2 * layer]), "loom_dp_ready (weights)");
+}
+
+static void usage(void)
+{
+	printf("Usage: %s [OPTION]...\n"
+	       "Train a small MLP by data-parallel SGD with loom_dp and check it against\n"
+	       "the serial run of the same global batch (done by rank 0 afterwards).\n\n"
+	       "  --steps N        SGD steps (default 200)\n"
+	       "  --batch N        global batch, split evenly over the ranks (default 64)\n"
+	       "  --input N        input features (default 32)\n"
+	       "  --hidden N       width of the two hidden layers (default 128)\n"
+	       "  --lr X           learning rate (default 0.5)\n"
+	       "  --seed N         data and initialisation seed (default 1)\n"
+	       "  --bucket-kb N    bucket cap in KiB; 0: LOOM_BUCKET_MB (default 32)\n"
+	       "  --ordered        LOOM_DP_ORDERED: fixed reduction order, exact match\n"
+	       "  --bf16           LOOM_DP_BF16_WIRE: bfloat16 gradients on the wire\n"
+	       "  --tol X          relative tolerance without --ordered\n"
+	       "                   (default 1e-4, 1e-2 with --bf16)\n"
+	       "  --log-every N    progress line every N steps (default 50; 0: none)\n"
+	       "  --help           this text\n\n"
+	       "Prints PASS and exits 0 when the check holds, FAIL and exits 1 otherwise.\n"
+	       "Example: srun --mpi=pmix -N2 -n4 %s --ordered\n",
+	       ex_prog, ex_prog);
+}
+
+static void parse(int argc, char **argv, struct cfg *c)
+{
+	static const struct option lo[] = {
+		{ "steps", required_argument, 0, 's' },   { "batch", required_argument, 0, 'b' },
+		{ "input", required_argument, 0, 'i' },   { "hidden", required_argument, 0, 'H' },
+		{ "lr", required_argument, 0, 'l' },      { "seed", required_argument, 0, 'S' },
+		{ "bucket-kb", required_argument, 0, 'k' }, { "ordered", no_argument, 0, 'o' },
+		{ "bf16", no_argument, 0, 'f' },          { "tol", required_argument, 0, 't' },
+		{ "log-every", required_argument, 0, 'L' }, { "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 }
+	};
+	int o;
+	memset(c, 0, sizeof *c);
+	c->steps = 200;
+	c->batch = 64;
+	c->in = 32;
+	c->hidden = 128;
+	c->lr = 0.5;
+	c->seed = 1;
+	c->bucket_kb = 32;
+	c->tol = -1;
+	c->log_every = 50;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (o) {
+		case 's': c->steps = (int)ex_parse_long("--steps", optarg, 1, 1000000); break;
+		case 'b': c->batch = (int)ex_parse_long("--batch", optarg, 1, 1 << 20); break;
+		case 'i': c->in = (int)ex_parse_long("--input", optarg, 1, 4096); break;
+		case 'H': c->hidden = (int)ex_parse_long("--hidden", optarg, 1, 4096); break;
+		case 'l': c->lr = ex_parse_double("--lr", optarg, 1e-9, 100); break;
+		case 'S': c->seed = (uint64_t)ex_parse_long("--seed", optarg, 0, LONG_MAX); break;
+		case 'k': c->bucket_kb = ex_parse_long("--bucket-kb", optarg, 0, 1 << 22); break;
+		case 'o': c->ordered = 1; break;
+		case 'f': c->bf16 = 1; break;
+		case 't': c->tol = ex_parse_double("--tol", optarg, 0, 1); break;
+		case 'L': c->log_every = (int)ex_parse_long("--log-every", optarg, 0, 1000000); break;
+		case 'h': if (ex_first_task()) usage(); exit(0);
+		default: ex_getopt_error(lo, argv);
+		}
+	}
+	if (optind < argc)
+		ex_usage_error("unexpected argument '%s'", argv[optind]);
+	if (c->tol < 0)
+		c->tol = c->bf16 ? 1e-2 : 1e-4;
+}
+
+/* largest |a - b| / (1 + |b|) over the model */
+static double model_diff(const struct model *a, const struct model *b)
+{
+	double worst = 0;
+	for (int i = 0; i < NPARAM; i++)
+		for (size_t e = 0; e < a->n[i]; e++) {
+			double d = fabs((double)a->p[i][e] - b->p[i][e]) / (1 + fabs(b->p[i][e]));
+			if (d > worst || isnan(d))
+				worst = isnan(d) ? INFINITY : d;
+		}
+	return worst;
+}
+
+static int model_same(const struct model *a, const struct model *b)
+{
+	for (int i = 0; i < NPARAM; i++)
+		if (memcmp(a->p[i], b->p[i], a->n[i] * sizeof(float)))
+			return 0;
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct cfg c;
+	struct data D;
+	struct model P, G, P0;
+	struct scratch S;
+	struct ready_arg ra;
+	loom_dp_stats_t st;
+	int rank, n, m, pass = 1;
+	float *loss_curve, *shard_losses;
+	double t_train, dmax_ranks = 0;
+	unsigned flags;
+
+	ex_prog = "loom-dp-train";
+	parse(argc, argv, &c);
+	ex_init(ex_prog);
+	rank = loom_comm_rank(ex_world);
+	n = loom_comm_size(ex_world);
+	if (c.batch % n) {
+		if (rank == 0)
+			fprintf(stderr, "%s: --batch %d does not split evenly over %d ranks\n", ex_prog,
+				c.batch, n);
+		loom_finalize(ex_world);
+		return 2;
+	}
+	m = c.batch / n;
+	flags = (c.ordered ? LOOM_DP_ORDERED : 0) | (c.bf16 ? LOOM_DP_BF16_WIRE : 0);
+
+	make_data(&D, &c);
+	model_alloc(&P, c.in, c.hidden);
+	model_alloc(&G, c.in, c.hidden);
+	model_alloc(&P0, c.in, c.hidden);
+	S.h1 = ex_alloc((size_t)m * c.hidden, sizeof(float));
+	S.h2 = ex_alloc((size_t)m * c.hidden, sizeof(float));
+	S.d1 = ex_alloc((size_t)m * c.hidden, sizeof(float));
+	S.d2 = ex_alloc((size_t)m * c.hidden, sizeof(float));
+	S.dz = ex_alloc((size_t)m, sizeof(float));
+	loss_curve = ex_alloc((size_t)c.steps, sizeof(float));
+	shard_losses = ex_alloc((size_t)n, sizeof(float));
+
+	/* every rank initialises differently: the broadcast makes them rank 0's */
+	{
+		uint64_t s = c.seed * 104729u + 17u * (uint64_t)rank + 3;
+		for (int i = 0; i < NPARAM; i++) {
+			float scale = 1.0f / sqrtf((float)(i < B1 + 1 ? c.in : c.hidden));
+			for (size_t e = 0; e < P.n[i]; e++)
+				P.p[i][e] = (i % 2) ? 0.0f : ex_randf(&s) * scale;
+		}
+	}
+	ex_check(loom_dp_create(ex_world, (size_t)c.bucket_kb * 1024, flags, &ra.dp), "loom_dp_create");
+	for (int i = 0; i < NPARAM; i++) {
+		ex_check(loom_dp_add(ra.dp, G.p[i], G.n[i], &ra.idx[i]), "loom_dp_add");
+		ex_check(loom_dp_broadcast_params(ra.dp, P.p[i], P.n[i]), "loom_dp_broadcast_params");
+	}
+	model_copy(&P0, &P);
+
+	ex_say("%d ranks, global batch %d (%d per rank), MLP %d-%d-%d-1 (%zu parameters), "
+	       "%d buckets, %s wire, %s reduction",
+	       n, c.batch, m, c.in, c.hidden, c.hidden,
+	       P.n[W1] + P.n[B1] + P.n[W2] + P.n[B2] + P.n[W3] + P.n[B3],
+	       loom_dp_bucket_count(ra.dp), c.bf16 ? "bf16" : "fp32",
+	       c.ordered ? "ordered (rank-order sum)" : "allreduce");
+
+	ex_check(loom_barrier(ex_world), "loom_barrier");
+	t_train = ex_now();
+	for (int t = 0; t < c.steps; t++) {
+		float l = shard_step(&P, &G, &D, shard_row0(&c, &D, t, rank, n), m, c.hidden, &S,
+				     mark_ready, &ra);
+		float sum;
+		ex_check(loom_dp_finish(ra.dp), "loom_dp_finish");
+		ex_check(loom_allgather(&l, shard_losses, 1, LOOM_FLOAT32, ex_world), "loom_allgather");
+		sum = shard_losses[0];
+		for (int r = 1; r < n; r++)
+			sum += shard_losses[r];
+		loss_curve[t] = sum / (float)n;
+		sgd(&P, &G, (float)c.lr);
+		if (c.log_every && ((t + 1) % c.log_every == 0 || t + 1 == c.steps))
+			ex_say("step %d/%d loss %.6f", t + 1, c.steps, loss_curve[t]);
+	}
+	t_train = ex_now() - t_train;
+
+	/* overlap, averaged over ranks */
+	{
+		double v[3], sum[3];
+		ex_check(loom_dp_stats(ra.dp, &st), "loom_dp_stats");
+		v[0] = st.comm_s;
+		v[1] = st.wait_s;
+		v[2] = t_train;
+		ex_check(loom_allreduce(v, sum, 3, LOOM_FLOAT64, LOOM_SUM, ex_world), "loom_allreduce");
+		for (int i = 0; i < 3; i++)
+			sum[i] /= n;
+		ex_say("overlap: communication %.3f ms/step, exposed wait %.3f ms/step, "
+		       "%.1f%% of communication hidden behind backward compute "
+		       "(%d buckets, %zu bytes/step/rank, step %.3f ms)",
+		       1e3 * sum[0] / c.steps, 1e3 * sum[1] / c.steps,
+		       sum[0] > 0 ? 100.0 * (1 - sum[1] / sum[0]) : 0.0, st.buckets, st.wire_bytes,
+		       1e3 * sum[2] / c.steps);
+	}
+
+	/* every rank holds rank 0's parameters? */
+	{
+		struct model R;
+		double d;
+		model_alloc(&R, c.in, c.hidden);
+		model_copy(&R, &P);
+		for (int i = 0; i < NPARAM; i++)
+			ex_check(loom_broadcast(R.p[i], R.p[i], R.n[i], LOOM_FLOAT32, 0, ex_world),
+				 "loom_broadcast");
+		d = model_same(&R, &P) ? 0 : model_diff(&P, &R);
+		ex_check(loom_allreduce(&d, &dmax_ranks, 1, LOOM_FLOAT64, LOOM_MAX, ex_world),
+			 "loom_allreduce");
+		model_free(&R);
+	}
+
+	/* rank 0: the serial run of the same global batches */
+	if (rank == 0) {
+		struct model Q, Gr, acc;
+		float *ref_curve = ex_alloc((size_t)c.steps, sizeof(float));
+		int curve_same = 1, params_same;
+		double curve_diff = 0, param_diff;
+		model_alloc(&Q, c.in, c.hidden);
+		model_alloc(&Gr, c.in, c.hidden);
+		model_alloc(&acc, c.in, c.hidden);
+		model_copy(&Q, &P0);
+		for (int t = 0; t < c.steps; t++) {
+			float lsum = 0;
+			for (int r = 0; r < n; r++) {
+				float l = shard_step(&Q, &Gr, &D, shard_row0(&c, &D, t, r, n), m,
+						     c.hidden, &S, NULL, NULL);
+				lsum = r ? lsum + l : l;
+				for (int i = 0; i < NPARAM; i++)
+					for (size_t e = 0; e < Gr.n[i]; e++) {
+						float g = c.bf16 ? loom_dp_bf16_round(Gr.p[i][e]) : Gr.p[i][e];
+						acc.p[i][e] = r ? acc.p[i][e] + g : g;
+					}
+			}
+			for (int i = 0; i < NPARAM; i++)
+				for (size_t e = 0; e < acc.n[i]; e++)
+					acc.p[i][e] = acc.p[i][e] / (float)n;
+			ref_curve[t] = lsum / (float)n;
+			sgd(&Q, &acc, (float)c.lr);
+		}
+		for (int t = 0; t < c.steps; t++) {
+			double d = fabs((double)loss_curve[t] - ref_curve[t]) / (1 + fabs(ref_curve[t]));
+			if (memcmp(&loss_curve[t], &ref_curve[t], sizeof(float)))
+				curve_same = 0;
+			if (d > curve_diff || isnan(d))
+				curve_diff = isnan(d) ? INFINITY : d;
+		}
+		params_same = model_same(&P, &Q);
+		param_diff = model_diff(&P, &Q);
+		printf("%s: serial run: loss %.6f -> %.6f; distributed: %.6f -> %.6f\n", ex_prog,
+		       ref_curve[0], ref_curve[c.steps - 1], loss_curve[0], loss_curve[c.steps - 1]);
+		printf("%s: max relative difference: loss curve %.3g, final parameters %.3g, "
+		       "between ranks %.3g\n", ex_prog, curve_diff, param_diff, dmax_ranks);
+		if (c.ordered) {
+			pass = curve_same && params_same && dmax_ranks == 0;
+			printf("%s: %s: loss curve and final parameters %s the serial run "
+			       "(ordered %s, exact comparison), ranks %s\n", ex_prog,
+			       pass ? "PASS" : "FAIL",
+			       curve_same && params_same ? "bit-identical to" : "DIFFER from",
+			       c.bf16 ? "bf16" : "fp32", dmax_ranks == 0 ? "identical" : "DIFFER");
+		} else {
+			pass = curve_diff <= c.tol && param_diff <= c.tol && dmax_ranks <= c.tol;
+			printf("%s: %s: loss curve and final parameters match the serial run "
+			       "within relative tolerance %g (%s wire, allreduce order)%s\n", ex_prog,
+			       pass ? "PASS" : "FAIL", c.tol, c.bf16 ? "bf16" : "fp32",
+			       pass ? "" : ": exceeded");
+		}
+		if (!(ref_curve[c.steps - 1] < ref_curve[0]))
+			printf("%s: note: the loss did not decrease (try another --lr)\n", ex_prog);
+		fflush(stdout);
+		free(ref_curve);
+		model_free(&Q);
+		model_free(&Gr);
+		model_free(&acc);
+	}
+	ex_check(loom_broadcast(&pass, &pass, 1, LOOM_INT32, 0, ex_world), "loom_broadcast");
+
+	loom_dp_free(ra.dp);
+	model_free(&P);
+	model_free(&G);
+	model_free(&P0);
+	free(S.h1); free(S.h2); free(S.d1); free(S.d2); free(S.dz);
+	free(D.x); free(D.y);
+	free(loss_curve);
+	free(shard_losses);
+	loom_finalize(ex_world);
+	return pass ? 0 : 1;
+}
