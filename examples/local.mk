@@ -8,6 +8,13 @@ noinst_HEADERS += examples/common.h
 bin_PROGRAMS += examples/loom-dp-train
 examples_loom_dp_train_SOURCES = examples/dp_train.c
 examples_loom_dp_train_LDADD = runtime/libloom.la -lm
+bin_PROGRAMS += examples/loom-mesh
+examples_loom_mesh_SOURCES = examples/mesh.c
+examples_loom_mesh_LDADD = runtime/libloom.la
+
+# batch scripts, installed beside the docs
 exampledir = $(docdir)/examples
-dist_example_DATA = examples/dp_train.sbatch
-dist_check_SCRIPTS += t/t5001-dp-train.t
+dist_example_DATA = examples/dp_train.sbatch examples/mesh.sbatch
+
+# their tests, on the live cluster
+dist_check_SCRIPTS += t/t5001-dp-train.t t/t5002-mesh.t
