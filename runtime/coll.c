@@ -102,7 +102,7 @@ static int check_call(struct loom_comm *c, const struct loom_opdesc *d, struct l
 	if (!tab)
 		return LOOM_ERR_NOMEM;
 	tab[c->rank] = mine;
-	loom_x_begin(&x, c, o->name, o->seq, o->seq | LOOM_TAG_CHECK, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq | LOOM_TAG_CHECK);
 	for (i = 0; i < c->size; i++)
 		if (i != c->rank) {
 			loom_x_send(&x, i, &mine, sizeof mine);
@@ -174,6 +174,8 @@ int loom_op_run(struct loom_comm *c, const struct loom_opdesc *d)
 	o.name = loom_opdesc_name(d->kind);
 	o.seq = loom_op_enter(c);
 	o.deadline = loom_now() + c->timeout;
+	o.top = c;
+	o.topseq = o.seq;
 	LOOM_TRACE("comm %s seq %llu: %s count %zu %s", c->name, (unsigned long long)o.seq, o.name,
 		   n, d->kind == LOOM_OP_BARRIER ? "" : loom_dtype_name(d->dt));
 	if (c->check && c->size > 1 && (rc = check_call(c, d, &o)))

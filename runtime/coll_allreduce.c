@@ -21,7 +21,7 @@ static int rd_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t d
 	while (p * 2 <= size)
 		p *= 2;
 	rem = size - p;
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	if (rank < 2 * rem) {
 		if (rank % 2 == 0) {
 			loom_x_send(&x, rank + 1, buf, bytes);
@@ -72,7 +72,7 @@ static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t
 	size_t es = loom_dtype_size(dt);
 	int N = c->size, r = c->rank, right = (r + 1) % N, left = (r + N - 1) % N, s, rc = 0;
 	struct loom_xctx x;
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	for (s = 0; s < N - 1 && !rc; s++) {
 		int sb = loom_mod(r - s, N), rb = loom_mod(r - s - 1, N);
 		loom_x_send(&x, right, buf + loom_blk_off(n, N, sb) * es, loom_blk_cnt(n, N, sb) * es);

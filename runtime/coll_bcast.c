@@ -12,7 +12,7 @@ static int tree_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, st
 {
 	int N = c->size, vr = loom_mod(c->rank - root, N), mask = 1, rc = 0;
 	struct loom_xctx x;
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	while (mask < N) {
 		if (vr & mask) {
 			loom_x_recv(&x, loom_mod(vr - mask + root, N), buf, bytes);
@@ -38,7 +38,7 @@ static int chain_bcast(struct loom_comm *c, char *buf, size_t bytes, int root,
 	int prev = loom_mod(vr - 1 + root, N), next = loom_mod(vr + 1 + root, N);
 	size_t off;
 	struct loom_xctx x;
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	for (off = 0; off < bytes && !rc; off += CHAIN_SEG) {
 		size_t l = bytes - off < CHAIN_SEG ? bytes - off : CHAIN_SEG;
 		if (vr > 0) {

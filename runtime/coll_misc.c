@@ -24,7 +24,7 @@ int loom_coll_alltoall(struct loom_comm *c, const void *sv, void *rv, size_t byt
 		memmove(r + (size_t)me * bytes, s + (size_t)me * bytes, bytes);
 	if (N == 1)
 		return LOOM_SUCCESS;
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	for (k = 1; k < N; k++) {
 		int to = (me + k) % N, from = (me + N - k) % N;
 		loom_x_recv(&x, from, r + (size_t)from * bytes, bytes);
@@ -42,7 +42,7 @@ int loom_coll_barrier(struct loom_comm *c, struct loom_opctx *o)
 	struct loom_xctx x;
 	if (N == 1)
 		return LOOM_SUCCESS;
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	for (k = 1; k < N && !rc; k <<= 1) {
 		loom_x_send(&x, (me + k) % N, &out, 1);
 		loom_x_recv(&x, (me + N - k) % N, &in[0], 1);

@@ -19,7 +19,7 @@ static int tree_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 		return LOOM_ERR_NOMEM;
 	if (acc != s)
 		memmove(acc, s, bytes);
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	for (mask = 1; mask < N && !rc; mask <<= 1) {
 		if (vr & mask) {
 			loom_x_send(&x, loom_mod((vr & ~mask) + root, N), acc, bytes);
@@ -50,7 +50,7 @@ static int ring_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 	if (!acc)
 		return LOOM_ERR_NOMEM;
 	memcpy(acc, s, bytes);
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	for (st = 0; st < N - 1 && !rc; st++) {
 		int sb = loom_mod(me - st, N), rb = loom_mod(me - st - 1, N);
 		loom_x_send(&x, right, acc + loom_blk_off(n, N, sb) * es, loom_blk_cnt(n, N, sb) * es);
@@ -112,7 +112,7 @@ static int hier_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 	if (!rc && on_root_node && c->leaders[rootnode] != root) {
 		struct loom_xctx x;
 		so.seq = loom_op_enter(c->nodec);
-		loom_x_begin(&x, c->nodec, o->name, so.seq, so.seq, o->deadline);
+		loom_x_begin_o(&x, c->nodec, &so, so.seq);
 		if (leader)
 			loom_x_send(&x, c->local_idx[root], acc, bytes);
 		else if (c->rank == root)

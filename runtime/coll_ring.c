@@ -16,7 +16,7 @@ int loom_coll_allgather(struct loom_comm *c, const void *s, void *rv, size_t byt
 		memmove(r + (size_t)me * bytes, s, bytes);
 	if (N == 1)
 		return LOOM_SUCCESS;
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	for (st = 0; st < N - 1 && !rc; st++) {
 		int sb = loom_mod(me - st, N), rb = loom_mod(me - st - 1, N);
 		loom_x_send(&x, right, r + (size_t)sb * bytes, bytes);
@@ -46,7 +46,7 @@ int loom_coll_reduce_scatter(struct loom_comm *c, const void *s, void *r, size_t
 	if (!acc)
 		return LOOM_ERR_NOMEM;
 	memcpy(acc, s, (size_t)N * bb);
-	loom_x_begin(&x, c, o->name, o->seq, o->seq, o->deadline);
+	loom_x_begin_o(&x, c, o, o->seq);
 	for (st = 0; st < N - 1 && !rc; st++) {
 		int sb = loom_mod(me - st - 1, N), rb = loom_mod(me - st - 2, N);
 		loom_x_send(&x, right, acc + (size_t)sb * bb, bb);

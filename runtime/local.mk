@@ -43,3 +43,22 @@ check_PROGRAMS += runtime/test/single
 runtime_test_single_SOURCES = runtime/test/single.c
 runtime_test_single_LDADD = runtime/libloom.la
 TESTS += runtime/test/single
+
+# multi-rank test program for the cluster tests t/t2*.t (not installed)
+check_PROGRAMS += t/runtime/coll-check
+t_runtime_coll_check_SOURCES = t/runtime/coll-check.c
+t_runtime_coll_check_LDADD = runtime/libloom.la -lm
+EXTRA_DIST += t/runtime/lib.sh
+dist_check_SCRIPTS += \
+	t/t2000-runtime-local.t \
+	t/t2001-runtime-coll-env.t \
+	t/t2002-runtime-coll-pmix.t \
+	t/t2003-runtime-comm.t \
+	t/t2004-runtime-failures.t
+
+check_PROGRAMS += runtime/test/reduce_ops runtime/test/plan
+runtime_test_reduce_ops_SOURCES = runtime/test/reduce_ops.c
+runtime_test_reduce_ops_LDADD = runtime/libloom.la -lm
+runtime_test_plan_SOURCES = runtime/test/plan.c
+runtime_test_plan_LDADD = runtime/libloom.la
+TESTS += runtime/test/reduce_ops runtime/test/plan

@@ -203,6 +203,8 @@ struct loom_xctx {
 	uint64_t seq;
 	uint64_t tag;
 	double deadline, started;
+	struct loom_comm *top;
+	uint64_t topseq;
 	struct loom_xreq **x;
 	int n, cap;
 	int status;
@@ -218,8 +220,11 @@ int loom_x_recv_reduce(struct loom_xctx *x, int peer, void *buf, size_t count, l
 int loom_x_wait(struct loom_xctx *x, int handle);  /* -1: all */
 int loom_x_end(struct loom_xctx *x);               /* waits for all, frees; returns status */
 void loom_x_abandon(struct loom_xctx *x);          /* cancel whatever is left */
+struct loom_opctx;
+void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_opctx *o,
+		    uint64_t tag);
 void loom_report_timeout(struct loom_comm *c, const char *opname, uint64_t seq, double waited,
-			 const int *waiting, int nwaiting);
+			 const int *waiting, int nwaiting, struct loom_comm *top, uint64_t topseq);
 
 /* ---- algorithms (coll_*.c). op is never AVG here; dtype never 16-bit for
  * reductions. deadline is absolute (loom_now()). ---- */
@@ -227,6 +232,8 @@ struct loom_opctx {
 	const char *name;
 	double deadline;
 	uint64_t seq;   /* this comm's sequence number: the tag */
+	struct loom_comm *top;  /* the user's communicator and its sequence */
+	uint64_t topseq;        /* number (timeout diagnosis) */
 };
 int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, loom_dtype_t dt,
 			loom_op_t op, struct loom_opctx *o);

@@ -28,6 +28,14 @@ void loom_x_begin(struct loom_xctx *x, struct loom_comm *c, const char *opname, 
 	x->started = loom_now();
 }
 
+void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_opctx *o,
+		    uint64_t tag)
+{
+	loom_x_begin(x, c, o->name, o->seq, tag, o->deadline);
+	x->top = o->top;
+	x->topseq = o->topseq;
+}
+
 static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, loom_dtype_t dt,
 	       loom_op_t op)
 {
@@ -236,7 +244,7 @@ int loom_x_wait(struct loom_xctx *x, int handle)
 				if (!dup)
 					who[nw++] = q->peer;
 			}
-			loom_report_timeout(c, x->opname, x->seq, now - x->started, who, nw);
+			loom_report_timeout(c, x->opname, x->seq, now - x->started, who, nw, x->top, x->topseq);
 			free(who);
 			poison(c, LOOM_ERR_TIMEOUT);
 			x->status = LOOM_ERR_TIMEOUT;
@@ -295,60 +303,82 @@ static void append_ranks(char *out, size_t cap, const struct loom_comm *c, const
 
 /* One line: comm, op, sequence number, and the ranks that never arrived
  * (asked over TCP: which operation has each rank entered on this comm). */
+/* Which ranks of q have not entered operation seq? (asked over TCP: each
+ * rank's engine answers with the sequence number it has entered on q).
+ * Fills late[] and mute[] (no answer); returns 0 when it could not ask. */
+static int ask_late(struct loom_comm *q, uint64_t seq, int *late, int *nl, int *mute, int *nm)
+{
+	struct loom_bell *bell = loom_comm_bell(q);
+	double until = loom_now() + 1.0;
+	int i, nq = 0;
+	*nl = *nm = 0;
+	if (!q->w->eng || q->size < 2 || !q->status_rep)
+		return 0;
+	for (i = 0; i < q->size; i++)
+		atomic_store(&q->status_rep[i], -2);
+	for (i = 0; i < q->size; i++)
+		if (i != q->rank && !loom_tcp_peer_gone(q->w, q->wrank[i])) {
+			loom_tcp_control(q->w, q->wrank[i], CTL_STATUS_REQ, q->ctx, (int64_t)seq);
+			nq++;
+		}
+	while (nq && loom_now() < until) {
+		uint32_t seen = atomic_load(&bell->seq);
+		int got = 0;
+		for (i = 0; i < q->size; i++)
+			if (i != q->rank && atomic_load(&q->status_rep[i]) != -2)
+				got++;
+		if (got >= nq)
+			break;
+		loom_bell_wait(bell, seen, 0.05);
+	}
+	for (i = 0; i < q->size; i++) {
+		int64_t v;
+		if (i == q->rank)
+			continue;
+		v = atomic_load(&q->status_rep[i]);
+		if (v == -2)
+			mute[(*nm)++] = i;
+		else if (v < (int64_t)seq)
+			late[(*nl)++] = i;
+	}
+	return 1;
+}
+
+/* One line: communicator, operation, sequence number, and the ranks that
+ * never arrived (in the user's communicator; for the inner steps of a
+ * hierarchical collective, the inner communicator's ranks otherwise). */
 void loom_report_timeout(struct loom_comm *c, const char *opname, uint64_t seq, double waited,
-			 const int *waiting, int nwaiting)
+			 const int *waiting, int nwaiting, struct loom_comm *top, uint64_t topseq)
 {
 	char line[640] = "";
-	int *late = calloc((size_t)c->size + 1, sizeof *late), nl = 0, nq = 0, i;
-	int *mute = calloc((size_t)c->size + 1, sizeof *mute), nm = 0;
-	if (late && mute && c->w->eng && c->size > 1 && c->status_rep) {
-		struct loom_bell *bell = loom_comm_bell(c);
-		double until = loom_now() + 1.0;
-		for (i = 0; i < c->size; i++)
-			atomic_store(&c->status_rep[i], -2);
-		for (i = 0; i < c->size; i++)
-			if (i != c->rank && !loom_tcp_peer_gone(c->w, c->wrank[i])) {
-				loom_tcp_control(c->w, c->wrank[i], CTL_STATUS_REQ, c->ctx, (int64_t)seq);
-				nq++;
-			}
-		while (nq && loom_now() < until) {
-			uint32_t seen = atomic_load(&bell->seq);
-			int got = 0;
-			for (i = 0; i < c->size; i++)
-				if (i != c->rank && atomic_load(&c->status_rep[i]) != -2)
-					got++;
-			if (got >= nq)
-				break;
-			loom_bell_wait(bell, seen, 0.05);
-		}
-		for (i = 0; i < c->size; i++) {
-			int64_t v;
-			if (i == c->rank)
-				continue;
-			v = atomic_load(&c->status_rep[i]);
-			if (v == -2)
-				mute[nm++] = i;
-			else if (v < (int64_t)seq)
-				late[nl++] = i;
-		}
-	}
+	struct loom_comm *q = top ? top : c;
+	uint64_t qseq = top ? topseq : seq;
+	int n = c->size > q->size ? c->size : q->size;
+	int *late = calloc((size_t)n + 1, sizeof *late), nl = 0;
+	int *mute = calloc((size_t)n + 1, sizeof *mute), nm = 0;
+	if (late && mute)
+		ask_late(q, qseq, late, &nl, mute, &nm);
 	if (nl) {
 		snprintf(line, sizeof line, "rank%s ", nl > 1 ? "s" : "");
-		append_ranks(line, sizeof line, c, late, nl);
+		append_ranks(line, sizeof line, q, late, nl);
 		strncat(line, " never arrived", sizeof line - strlen(line) - 1);
 	} else if (nwaiting) {
-		snprintf(line, sizeof line, "still waiting for rank%s ", nwaiting > 1 ? "s" : "");
+		snprintf(line, sizeof line, "all ranks arrived; %s rank%s ", c->name, nwaiting > 1 ? "s" : "");
 		append_ranks(line, sizeof line, c, waiting, nwaiting);
-		strncat(line, " (they entered the operation)", sizeof line - strlen(line) - 1);
+		strncat(line, " did not send in time", sizeof line - strlen(line) - 1);
 	} else {
-		snprintf(line, sizeof line, "still sending");
+		snprintf(line, sizeof line, "all ranks arrived; still sending");
 	}
 	if (nm) {
 		strncat(line, "; no answer from ", sizeof line - strlen(line) - 1);
-		append_ranks(line, sizeof line, c, mute, nm);
+		append_ranks(line, sizeof line, q, mute, nm);
 	}
-	LOOM_ERR("timeout: comm %s op %s seq %llu after %.1f s: %s", c->name, opname,
-		 (unsigned long long)seq, waited, line);
+	if (q != c)
+		LOOM_ERR("timeout: comm %s op %s seq %llu (in %s) after %.1f s: %s", q->name, opname,
+			 (unsigned long long)qseq, c->name, waited, line);
+	else
+		LOOM_ERR("timeout: comm %s op %s seq %llu after %.1f s: %s", c->name, opname,
+			 (unsigned long long)seq, waited, line);
 	free(late);
 	free(mute);
 }

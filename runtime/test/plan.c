@@ -1,0 +1,52 @@
+/* unit test: which algorithm each collective uses (runtime/plan.c), and
+ * the block partition the ring algorithms rely on. */
+#include "config.h"
+#include "loom_internal.h"
+#include "../../t/tap.h"
+
+int main(void)
+{
+	size_t cnt;
+	int n;
+	plan(NO_PLAN);
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 1, 1, 1, 1 << 20, 1 << 18), LOOM_ALG_TRIVIAL, "size 1: nothing to do");
+	/* hierarchical: auto, several nodes, some node with more than one rank */
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, 8, 2), LOOM_ALG_HIER, "auto, 2 nodes x 2: hierarchical");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 3, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_HIER, "auto, 2+1 ranks: hierarchical");
+	ok(!loom_plan_uses_hier(LOOM_TR_AUTO, 2, 2, 1), "one rank per node: flat");
+	ok(!loom_plan_uses_hier(LOOM_TR_AUTO, 4, 1, 4), "one node: flat (all shm)");
+	ok(!loom_plan_uses_hier(LOOM_TR_TCP, 4, 2, 2), "LOOM_TRANSPORT=tcp: flat");
+	ok(!loom_plan_uses_hier(LOOM_TR_SHM, 4, 2, 2), "LOOM_TRANSPORT=shm: flat, shm wherever possible");
+	/* flat: size decides */
+	is_int(loom_plan_allreduce(LOOM_TR_TCP, 4, 2, 2, 8, 2), LOOM_ALG_RD, "small: recursive doubling");
+	is_int(loom_plan_allreduce(LOOM_TR_TCP, 4, 2, 2, LOOM_SMALL_BYTES, LOOM_SMALL_BYTES / 4), LOOM_ALG_RD, "at the threshold: recursive doubling");
+	is_int(loom_plan_allreduce(LOOM_TR_TCP, 4, 2, 2, LOOM_SMALL_BYTES + 4, LOOM_SMALL_BYTES / 4 + 1), LOOM_ALG_RING, "above: ring");
+	is_int(loom_plan_allreduce(LOOM_TR_SHM, 5, 1, 5, 1 << 20, 3), LOOM_ALG_RD, "fewer elements than ranks: recursive doubling");
+	is_int(loom_plan_reduce(LOOM_TR_TCP, 4, 2, 2, 64, 16), LOOM_ALG_TREE, "small reduce: binomial tree");
+	is_int(loom_plan_reduce(LOOM_TR_TCP, 4, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_RING, "large reduce: reduce-scatter + gather");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 2, 2, 64, 16), LOOM_ALG_HIER, "reduce across nodes: hierarchical");
+	is_int(loom_plan_bcast(LOOM_TR_TCP, 4, 2, 2, 64), LOOM_ALG_TREE, "small broadcast: binomial tree");
+	is_int(loom_plan_bcast(LOOM_TR_TCP, 4, 2, 2, 1 << 20), LOOM_ALG_CHAIN, "large broadcast: pipelined chain");
+	is_int(loom_plan_bcast(LOOM_TR_TCP, 2, 2, 1, 1 << 20), LOOM_ALG_TREE, "two ranks: a direct send");
+	is_int(loom_plan_bcast(LOOM_TR_AUTO, 4, 2, 2, 1 << 20), LOOM_ALG_HIER, "broadcast across nodes: hierarchical");
+	/* blocks */
+	for (n = 1; n <= 7; n++)
+		for (cnt = 0; cnt <= 20; cnt++) {
+			size_t sum = 0;
+			int i, good = 1;
+			for (i = 0; i < n; i++) {
+				good &= loom_blk_off(cnt, n, i) == sum;
+				sum += loom_blk_cnt(cnt, n, i);
+				good &= loom_blk_cnt(cnt, n, i) + 1 >= loom_blk_cnt(cnt, n, 0);
+			}
+			if (!good || sum != cnt) {
+				ok(0, "blocks of %zu over %d tile it", cnt, n);
+				n = 99;
+				break;
+			}
+		}
+	ok(n != 99 + 1, "blocks tile every count 0..20 over 1..7 ranks, sizes differ by at most one");
+	is_int(loom_mod(-1, 4), 3, "mod of a negative");
+	done_testing();
+	return exit_status();
+}

@@ -1,0 +1,557 @@
+/* t/runtime/coll-check.c: run under srun by t/t2*.t. Every rank computes
+ * every other rank's input (a function of rank and index), so each result
+ * is checked against a serial reference: exact for integers, a bounded
+ * error for floats. Exit status 0 only when every check passed; failures
+ * are printed to stderr with the collective, dtype, op, count and index.
+ *
+ *   coll-check coll [maxcount]  every collective x dtype x op x size x in-place
+ *   coll-check split            split / dup / mesh membership and use
+ *   coll-check overlap          compute while an iallreduce progresses
+ *   coll-check skip R           rank R skips one allreduce (timeout test)
+ *   coll-check die R            rank R is killed mid-run (peer-lost test)
+ *   coll-check mismatch R       rank R passes another count (LOOM_CHECK=1)
+ */
+#include "config.h"
+#include <loom.h>
+
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int R, N, failures;
+static loom_comm_t *W;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* exact small values, representable in every dtype */
+static double val(int r, size_t i, loom_dtype_t dt, loom_op_t op)
+{
+	static const double pv[4] = { 1, -1, 2, 0.5 };
+	static const int pi[4] = { 1, -1, 2, -2 };
+	int k = (int)(((size_t)r * 131 + i * 17) % 23) - 11;
+	int isint = dt == LOOM_INT8 || dt == LOOM_INT32 || dt == LOOM_INT64;
+	if (op == LOOM_PROD)
+		return isint ? pi[(r + i) % 4] : pv[(r + i) % 4];
+	if (isint)
+		return dt == LOOM_INT64 ? (double)k * 8589934592.0 : (double)k;
+	return k * 0.25;
+}
+
+static uint16_t to_half(float f) /* exact for the values above */
+{
+	uint32_t b;
+	memcpy(&b, &f, 4);
+	uint32_t s = (b >> 16) & 0x8000, e = (b >> 23) & 0xff, m = b & 0x7fffff;
+	if (e == 0)
+		return (uint16_t)s;
+	return (uint16_t)(s | ((e - 112) << 10) | (m >> 13));
+}
+
+static double from_half(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	double v = e == 0 ? ldexp(m, -24) : e == 31 ? INFINITY : ldexp(m + 1024, e - 25);
+	return (h & 0x8000) ? -v : v;
+}
+
+static void put(void *b, loom_dtype_t dt, size_t i, double v)
+{
+	float f = (float)v;
+	uint32_t u;
+	switch (dt) {
+	case LOOM_INT8: ((int8_t *)b)[i] = (int8_t)v; break;
+	case LOOM_INT32: ((int32_t *)b)[i] = (int32_t)v; break;
+	case LOOM_INT64: ((int64_t *)b)[i] = (int64_t)v; break;
+	case LOOM_FLOAT16: ((uint16_t *)b)[i] = to_half(f); break;
+	case LOOM_BFLOAT16: memcpy(&u, &f, 4); ((uint16_t *)b)[i] = (uint16_t)(u >> 16); break;
+	case LOOM_FLOAT32: ((float *)b)[i] = f; break;
+	case LOOM_FLOAT64: ((double *)b)[i] = v; break;
+	default: break;
+	}
+}
+
+static double get(const void *b, loom_dtype_t dt, size_t i)
+{
+	uint32_t u;
+	float f;
+	switch (dt) {
+	case LOOM_INT8: return ((const int8_t *)b)[i];
+	case LOOM_INT32: return ((const int32_t *)b)[i];
+	case LOOM_INT64: return (double)((const int64_t *)b)[i];
+	case LOOM_FLOAT16: return from_half(((const uint16_t *)b)[i]);
+	case LOOM_BFLOAT16: u = (uint32_t)((const uint16_t *)b)[i] << 16; memcpy(&f, &u, 4); return f;
+	case LOOM_FLOAT32: return ((const float *)b)[i];
+	case LOOM_FLOAT64: return ((const double *)b)[i];
+	default: return 0;
+	}
+}
+
+/* the reduction over all ranks of element i, in the dtype's arithmetic */
+static double ref(size_t i, loom_dtype_t dt, loom_op_t op)
+{
+	double a = val(0, i, dt, op);
+	int r;
+	for (r = 1; r < N; r++) {
+		double b = val(r, i, dt, op);
+		switch (op) {
+		case LOOM_PROD: a *= b; break;
+		case LOOM_MIN: a = b < a ? b : a; break;
+		case LOOM_MAX: a = b > a ? b : a; break;
+		default: a += b;
+		}
+	}
+	if (op == LOOM_AVG) {
+		if (dt == LOOM_INT8 || dt == LOOM_INT32 || dt == LOOM_INT64)
+			a = (double)((long long)a / N);
+		else
+			a /= N;
+	}
+	return a;
+}
+
+static int close_enough(double got, double want, loom_dtype_t dt)
+{
+	double tol;
+	switch (dt) {
+	case LOOM_FLOAT16: tol = 1e-3; break;
+	case LOOM_BFLOAT16: tol = 8e-3; break;
+	case LOOM_FLOAT32: tol = 1e-6; break;
+	case LOOM_FLOAT64: tol = 1e-12; break;
+	default: return got == want;
+	}
+	return fabs(got - want) <= tol * (fabs(want) + 1);
+}
+
+static void fail(const char *what, loom_dtype_t dt, loom_op_t op, size_t n, int inplace,
+		 const char *fmt, double a, double b)
+{
+	if (failures++ < 20) {
+		fprintf(stderr, "rank %d: FAIL %s %s %s count=%zu %s: ", R, what, loom_dtype_name(dt),
+			loom_op_name(op), n, inplace ? "in-place" : "out-of-place");
+		fprintf(stderr, fmt, a, b);
+		fputc('\n', stderr);
+	}
+}
+
+#define CHECK_RC(rc, what) do { if ((rc) != LOOM_SUCCESS) { \
+	fail(what, dt, op, n, ip, "status %g (%s)", (double)(rc), 0); \
+	fprintf(stderr, "  %s\n", loom_strerror(rc)); return; } } while (0)
+
+static void t_allreduce(loom_dtype_t dt, loom_op_t op, size_t n, int ip)
+{
+	size_t es = loom_dtype_size(dt), i;
+	char *s = malloc(n * es + 1), *r = ip ? s : malloc(n * es + 1);
+	int rc;
+	for (i = 0; i < n; i++)
+		put(s, dt, i, val(R, i, dt, op));
+	if (!ip)
+		memset(r, 0x7b, n * es);
+	rc = loom_allreduce(s, r, n, dt, op, W);
+	CHECK_RC(rc, "allreduce");
+	for (i = 0; i < n; i++)
+		if (!close_enough(get(r, dt, i), ref(i, dt, op), dt)) {
+			fail("allreduce", dt, op, n, ip, "got %g want %g", get(r, dt, i), ref(i, dt, op));
+			break;
+		}
+	if (!ip)
+		free(r);
+	free(s);
+}
+
+static void t_reduce(loom_dtype_t dt, loom_op_t op, size_t n, int ip, int root)
+{
+	size_t es = loom_dtype_size(dt), i;
+	int rc, inpl = ip && R == root;
+	char *s = malloc(n * es + 1), *r = inpl ? s : malloc(n * es + 1);
+	for (i = 0; i < n; i++)
+		put(s, dt, i, val(R, i, dt, op));
+	if (!inpl)
+		memset(r, 0x7b, n * es);
+	rc = loom_reduce(s, R == root || !ip ? r : NULL, n, dt, op, root, W);
+	CHECK_RC(rc, "reduce");
+	if (R == root)
+		for (i = 0; i < n; i++)
+			if (!close_enough(get(r, dt, i), ref(i, dt, op), dt)) {
+				fail("reduce", dt, op, n, ip, "got %g want %g", get(r, dt, i), ref(i, dt, op));
+				break;
+			}
+	for (i = 0; i < n && !inpl; i++)
+		if (get(s, dt, i) != val(R, i, dt, op) && !close_enough(get(s, dt, i), val(R, i, dt, op), dt)) {
+			fail("reduce (send buffer changed)", dt, op, n, ip, "%g %g", get(s, dt, i), val(R, i, dt, op));
+			break;
+		}
+	if (!inpl)
+		free(r);
+	free(s);
+}
+
+static void t_reduce_scatter(loom_dtype_t dt, loom_op_t op, size_t n, int ip)
+{
+	size_t es = loom_dtype_size(dt), i, tot = n * (size_t)N;
+	char *s = malloc(tot * es + 1), *r = ip ? s : malloc(n * es + 1);
+	int rc;
+	for (i = 0; i < tot; i++)
+		put(s, dt, i, val(R, i, dt, op));
+	if (!ip)
+		memset(r, 0x7b, n * es);
+	rc = loom_reduce_scatter(s, r, n, dt, op, W);
+	CHECK_RC(rc, "reduce_scatter");
+	for (i = 0; i < n; i++)
+		if (!close_enough(get(r, dt, i), ref((size_t)R * n + i, dt, op), dt)) {
+			fail("reduce_scatter", dt, op, n, ip, "got %g want %g", get(r, dt, i),
+			     ref((size_t)R * n + i, dt, op));
+			break;
+		}
+	if (!ip)
+		free(r);
+	free(s);
+}
+
+static void t_bcast(loom_dtype_t dt, size_t n, int ip, int root)
+{
+	size_t es = loom_dtype_size(dt), i;
+	loom_op_t op = LOOM_SUM;
+	char *s = malloc(n * es + 1), *r = ip && R == root ? s : malloc(n * es + 1);
+	int rc;
+	for (i = 0; i < n; i++)
+		put(s, dt, i, R == root ? val(root, i, dt, op) : -1);
+	if (r != s)
+		memset(r, 0x7b, n * es);
+	rc = loom_broadcast(s, r, n, dt, root, W);
+	CHECK_RC(rc, "broadcast");
+	for (i = 0; i < n; i++)
+		if (get(r, dt, i) != val(root, i, dt, op) && !close_enough(get(r, dt, i), val(root, i, dt, op), dt)) {
+			fail("broadcast", dt, op, n, ip, "got %g want %g", get(r, dt, i), val(root, i, dt, op));
+			break;
+		}
+	if (r != s)
+		free(r);
+	free(s);
+}
+
+static void t_allgather(loom_dtype_t dt, size_t n, int ip)
+{
+	size_t es = loom_dtype_size(dt), i;
+	loom_op_t op = LOOM_SUM;
+	char *r = malloc((size_t)N * n * es + 1), *s = ip ? r + (size_t)R * n * es : malloc(n * es + 1);
+	int rc, j;
+	memset(r, 0x7b, (size_t)N * n * es);
+	for (i = 0; i < n; i++)
+		put(s, dt, i, val(R, i, dt, op));
+	rc = loom_allgather(s, r, n, dt, W);
+	CHECK_RC(rc, "allgather");
+	for (j = 0; j < N; j++)
+		for (i = 0; i < n; i++)
+			if (!close_enough(get(r, dt, (size_t)j * n + i), val(j, i, dt, op), dt)) {
+				fail("allgather", dt, op, n, ip, "block %g wrong: got %g", j, get(r, dt, (size_t)j * n + i));
+				j = N;
+				break;
+			}
+	if (!ip)
+		free(s);
+	free(r);
+}
+
+static void t_alltoall(loom_dtype_t dt, size_t n, int ip)
+{
+	size_t es = loom_dtype_size(dt), i, tot = (size_t)N * n;
+	loom_op_t op = LOOM_SUM;
+	char *s = malloc(tot * es + 1), *r = ip ? s : malloc(tot * es + 1);
+	int rc, j;
+	/* block j of rank R's send: values val(R, j*n + i) */
+	for (i = 0; i < tot; i++)
+		put(s, dt, i, val(R, i, dt, op));
+	if (!ip)
+		memset(r, 0x7b, tot * es);
+	rc = loom_alltoall(s, r, n, dt, W);
+	CHECK_RC(rc, "alltoall");
+	for (j = 0; j < N; j++)
+		for (i = 0; i < n; i++)
+			if (!close_enough(get(r, dt, (size_t)j * n + i), val(j, (size_t)R * n + i, dt, op), dt)) {
+				fail("alltoall", dt, op, n, ip, "block from rank %g wrong: got %g", j,
+				     get(r, dt, (size_t)j * n + i));
+				j = N;
+				break;
+			}
+	if (!ip)
+		free(r);
+	free(s);
+}
+
+static void t_sendrecv(size_t n)
+{
+	loom_dtype_t dt = LOOM_INT32;
+	loom_op_t op = LOOM_SUM;
+	int ip = 0, rc, right = (R + 1) % N, left = (R + N - 1) % N;
+	int32_t *s = malloc(n * 4 + 4), *r = malloc(n * 4 + 4);
+	size_t i;
+	for (i = 0; i < n; i++)
+		s[i] = (int32_t)(R * 1000003 + (int)i);
+	if (R % 2 == 0) {
+		rc = loom_send(s, n, dt, right, W);
+		CHECK_RC(rc, "send");
+		rc = loom_recv(r, n, dt, left, W);
+	} else {
+		rc = loom_recv(r, n, dt, left, W);
+		CHECK_RC(rc, "recv");
+		rc = loom_send(s, n, dt, right, W);
+	}
+	CHECK_RC(rc, "send/recv");
+	for (i = 0; i < n; i++)
+		if (r[i] != (int32_t)(left * 1000003 + (int)i)) {
+			fail("send/recv", dt, op, n, ip, "got %g want %g", r[i], left * 1000003.0 + (double)i);
+			break;
+		}
+	free(s);
+	free(r);
+}
+
+static int mode_coll(size_t maxcount)
+{
+	size_t sizes[] = { 0, 1, 7, 1000, 70001 }, big = maxcount;
+	int ns = sizeof sizes / sizeof sizes[0], si, dt, op, ip, rc;
+	for (si = 0; si < ns; si++) {
+		size_t n = sizes[si];
+		for (dt = 0; dt < LOOM_DTYPE_COUNT; dt++)
+			for (ip = 0; ip < 2; ip++) {
+				for (op = 0; op < LOOM_OP_COUNT; op++) {
+					t_allreduce(dt, op, n, ip);
+					t_reduce(dt, op, n, ip, (int)(n + (size_t)op) % N);
+					t_reduce_scatter(dt, op, n, ip);
+				}
+				t_bcast(dt, n, ip, (int)(n + (size_t)dt) % N);
+				t_allgather(dt, n, ip);
+				t_alltoall(dt, n, ip);
+			}
+		t_sendrecv(n);
+	}
+	/* a few MiB: the pipelined / chunked paths */
+	if (big) {
+		t_allreduce(LOOM_FLOAT32, LOOM_SUM, big, 0);
+		t_allreduce(LOOM_BFLOAT16, LOOM_AVG, big, 1);
+		t_allreduce(LOOM_INT8, LOOM_MAX, big + 3, 0);
+		t_reduce(LOOM_FLOAT64, LOOM_SUM, big / 2 + 1, 0, N - 1);
+		t_reduce_scatter(LOOM_INT32, LOOM_SUM, big / (size_t)N + 5, 1);
+		t_bcast(LOOM_FLOAT32, big, 0, N - 1);
+		t_allgather(LOOM_FLOAT32, big / (size_t)N, 1);
+		t_alltoall(LOOM_INT64, big / (size_t)N / 2, 0);
+		t_sendrecv(big);
+	}
+	rc = loom_barrier(W);
+	if (rc) {
+		fprintf(stderr, "rank %d: barrier: %s\n", R, loom_strerror(rc));
+		failures++;
+	}
+	if (!failures)
+		printf("rank %d: all checks passed (%d ranks)\n", R, N);
+	return failures != 0;
+}
+
+static int expect(int cond, const char *what)
+{
+	if (!cond) {
+		fprintf(stderr, "rank %d: FAIL %s\n", R, what);
+		failures++;
+	}
+	return cond;
+}
+
+static int mode_split(void)
+{
+	loom_comm_t *half = NULL, *odd = (loom_comm_t *)1, *rev = NULL, *dup = NULL;
+	loom_mesh_t m;
+	int32_t x, y;
+	int rc, j;
+	/* two halves by color, reversed order by key */
+	rc = loom_comm_split(W, R < N / 2, N - R, &half);
+	expect(rc == 0 && half, "split returns a communicator");
+	if (half) {
+		int hs = R < N / 2 ? N / 2 : N - N / 2;
+		int want = R < N / 2 ? (N / 2 - 1 - R) : (N - 1 - R);
+		expect(loom_comm_size(half) == hs, "split size");
+		expect(loom_comm_rank(half) == want, "split rank follows key (reversed)");
+		x = R;
+		rc = loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, half);
+		expect(rc == 0, "allreduce on split");
+		expect(y == (R < N / 2 ? (N / 2 - 1) * (N / 2) / 2 : (N - 1) * N / 2 - (N / 2 - 1) * (N / 2) / 2),
+		       "allreduce on split sums only its members");
+	}
+	rc = loom_comm_split(W, R % 2 ? 1 : LOOM_UNDEFINED, 0, &odd);
+	expect(rc == 0, "split with LOOM_UNDEFINED");
+	expect(R % 2 ? odd != NULL && loom_comm_size(odd) == N / 2 && loom_comm_rank(odd) == R / 2
+		     : odd == NULL, "LOOM_UNDEFINED ranks get NULL, others a comm ordered by rank");
+	rc = loom_comm_split(W, 0, 0, &rev);  /* equal keys: parent order */
+	expect(rc == 0 && rev && loom_comm_rank(rev) == R, "equal keys keep the parent's order");
+	rc = loom_comm_dup(W, &dup);
+	expect(rc == 0 && dup && loom_comm_rank(dup) == R && loom_comm_size(dup) == N, "dup");
+	if (dup) {
+		x = 1;
+		rc = loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, dup);
+		expect(rc == 0 && y == N, "allreduce on dup");
+	}
+	/* mesh: tp=2 when possible */
+	{
+		int tp = N % 2 ? 1 : 2, dp = N / tp, pp = 1;
+		if (dp % 2 == 0) {
+			dp /= 2;
+			pp = 2;
+		}
+		rc = loom_mesh(W, dp, tp, pp, &m);
+		expect(rc == 0, "mesh");
+		if (!rc) {
+			int32_t mine = R, got[64];
+			expect(m.tp_index == R % tp && m.dp_index == (R / tp) % dp && m.pp_index == R / (tp * dp),
+			       "mesh coordinates follow rank = (pp*dp + dp)*tp + tp");
+			expect(loom_comm_size(m.tp) == tp && loom_comm_size(m.dp) == dp && loom_comm_size(m.pp) == pp,
+			       "mesh group sizes");
+			expect(loom_comm_rank(m.tp) == m.tp_index && loom_comm_rank(m.dp) == m.dp_index &&
+			       loom_comm_rank(m.pp) == m.pp_index, "rank in each group is the coordinate");
+			loom_allgather(&mine, got, 1, LOOM_INT32, m.tp);
+			for (j = 0; j < tp; j++)
+				expect(got[j] == (m.pp_index * dp + m.dp_index) * tp + j, "tp group members contiguous");
+			loom_allgather(&mine, got, 1, LOOM_INT32, m.dp);
+			for (j = 0; j < dp; j++)
+				expect(got[j] == (m.pp_index * dp + j) * tp + m.tp_index, "dp group members");
+			loom_allgather(&mine, got, 1, LOOM_INT32, m.pp);
+			for (j = 0; j < pp; j++)
+				expect(got[j] == (j * dp + m.dp_index) * tp + m.tp_index, "pp group members");
+			if (tp == 2 && loom_comm_local_size(W) >= 2)
+				expect(loom_comm_local_size(m.tp) == 2, "tp pairs stay inside a node");
+			loom_mesh_free(&m);
+		}
+	}
+	if (half) loom_comm_free(half);
+	if (odd) loom_comm_free(odd);
+	if (rev) loom_comm_free(rev);
+	if (dup) loom_comm_free(dup);
+	if (!failures)
+		printf("rank %d: split/mesh checks passed\n", R);
+	return failures != 0;
+}
+
+static int mode_overlap(void)
+{
+	size_t n = 1 << 20, i;
+	float *a = malloc(n * 4);
+	loom_request_t *q;
+	volatile double acc = 0;
+	int rc, done = 0, polls = 0;
+	double t0;
+	for (i = 0; i < n; i++)
+		a[i] = (float)((R + i) % 5);
+	rc = loom_iallreduce(a, a, n, LOOM_FLOAT32, LOOM_SUM, W, &q);
+	expect(rc == 0, "iallreduce starts");
+	/* compute without calling into loom, then test */
+	t0 = now();
+	for (i = 0; i < 20000000; i++)
+		acc += (double)i * 1e-9;
+	while (!done && now() - t0 < 60) {
+		rc = loom_test(q, &done);
+		polls++;
+		if (!done)
+			usleep(1000);
+	}
+	expect(done && rc == 0, "iallreduce completes");
+	for (i = 0; i < n; i++) {
+		double want = 0;
+		int r;
+		for (r = 0; r < N; r++)
+			want += (double)((r + i) % 5);
+		if (a[i] != (float)want) {
+			expect(0, "iallreduce result");
+			break;
+		}
+	}
+	/* two in flight, completing in order */
+	{
+		int32_t x = R, y = 0, z = 0;
+		loom_request_t *q1, *q2;
+		expect(loom_iallreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, W, &q1) == 0 &&
+		       loom_iallreduce(&x, &z, 1, LOOM_INT32, LOOM_MAX, W, &q2) == 0, "two started");
+		expect(loom_wait(q2) == 0 && loom_wait(q1) == 0, "both complete");
+		expect(y == N * (N - 1) / 2 && z == N - 1, "both right");
+	}
+	printf("rank %d: overlap: result after %d polls (acc %g)\n", R, polls, acc);
+	return failures != 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "coll";
+	int rc, code = 0, who = argc > 2 ? atoi(argv[2]) : 0;
+	double t0;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	rc = loom_init(&W);
+	if (rc) {
+		fprintf(stderr, "loom_init: %s\n", loom_strerror(rc));
+		return 2;
+	}
+	R = loom_comm_rank(W);
+	N = loom_comm_size(W);
+	if (!strcmp(mode, "coll"))
+		code = mode_coll(argc > 2 ? (size_t)atol(argv[2]) : 0);
+	else if (!strcmp(mode, "split"))
+		code = mode_split();
+	else if (!strcmp(mode, "overlap"))
+		code = mode_overlap();
+	else if (!strcmp(mode, "skip")) {
+		int32_t x = 1, y;
+		loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, W);  /* everyone */
+		if (R == who) {
+			sleep(8);    /* never calls the second one */
+			printf("rank %d: skipped\n", R);
+		} else {
+			t0 = now();
+			rc = loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, W);
+			printf("rank %d: status %d (%s) after %.1f s\n", R, rc, loom_strerror(rc), now() - t0);
+			code = rc == LOOM_ERR_TIMEOUT ? 0 : 1;
+		}
+	} else if (!strcmp(mode, "die")) {
+		int32_t x = 1, y;
+		float *big = calloc(1 << 20, 4);
+		loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, W);
+		if (R == who) {
+			printf("rank %d: dying\n", R);
+			fflush(stdout);
+			kill(getpid(), SIGKILL);
+		}
+		t0 = now();
+		usleep(200000);
+		rc = LOOM_SUCCESS;
+		/* the next collectives cannot complete; one must report the loss */
+		while (rc == LOOM_SUCCESS && now() - t0 < 120)
+			rc = loom_allreduce(big, big, 1 << 20, LOOM_FLOAT32, LOOM_SUM, W);
+		printf("rank %d: status %d (%s) after %.1f s\n", R, rc, loom_strerror(rc), now() - t0);
+		rc = loom_barrier(W);
+		printf("rank %d: later op: status %d (%s)\n", R, rc, loom_strerror(rc));
+		code = rc == LOOM_ERR_PEER_LOST ? 0 : 1;
+		free(big);
+		_exit(code);  /* no finalize: the world is broken */
+	} else if (!strcmp(mode, "mismatch")) {
+		int32_t buf[64] = { 0 }, out[64];
+		rc = loom_allreduce(buf, out, R == who ? 12 : 10, LOOM_INT32, LOOM_SUM, W);
+		printf("rank %d: status %d (%s)\n", R, rc, loom_strerror(rc));
+		code = rc == LOOM_ERR_MISMATCH ? 0 : 1;
+		/* the communicator stays usable after a LOOM_CHECK mismatch */
+		rc = loom_allreduce(buf, out, 10, LOOM_INT32, LOOM_SUM, W);
+		printf("rank %d: next: status %d\n", R, rc);
+		code |= rc != 0;
+	} else {
+		fprintf(stderr, "unknown mode %s\n", mode);
+		code = 2;
+	}
+	rc = loom_finalize(W);
+	if (rc && !code)
+		code = 3;
+	return code;
+}

@@ -1,0 +1,38 @@
+# t/runtime/lib.sh: helpers for the runtime's cluster tests (t/t2*.t).
+#   COLL               the multi-rank test program
+#   free_port          a TCP port nobody listens on
+#   env_srun ARGS -- PROG ARGS...
+#                      srun with the torch variables set by hand (RANK,
+#                      WORLD_SIZE, MASTER_ADDR=first node, MASTER_PORT free),
+#                      i.e. the env bootstrap, independent of the plugin
+#   all_ranks_passed FILE N PATTERN
+#                      FILE holds PATTERN once for each of N ranks
+COLL=$LOOM_BUILD_DIR/t/runtime/coll-check
+export COLL
+
+free_port() {
+	local p
+	for _ in $(seq 1 100); do
+		p=$(( 30000 + (RANDOM * 7 + $$) % 25000 ))
+		if ! ss -Htan 2>/dev/null | awk '{print $4}' | grep -q ":$p\$"; then
+			echo $p
+			return 0
+		fi
+	done
+	return 1
+}
+
+env_srun() {
+	local args="" port
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do args="$args $1"; shift; done
+	shift
+	port=$(free_port) || return 1
+	# shellcheck disable=SC2086
+	MASTER_PORT_T=$port srun $args sh -c 'RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS MASTER_ADDR=n1 MASTER_PORT=$MASTER_PORT_T exec "$@"' sh "$@"
+}
+
+all_ranks_passed() {
+	local n
+	n=$(grep -c -- "$3" "$1")
+	[ "$n" -eq "$2" ] || { echo "expected $2 ranks with /$3/, got $n"; cat "$1"; return 1; }
+}

@@ -1,0 +1,56 @@
+#!/bin/sh
+# libloom without Slurm: bootstrap errors are clear, and a few ranks
+# started by hand on this host (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)
+# form a world and get every collective right.
+. "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+. "$LOOM_SRC_DIR/t/runtime/lib.sh"
+
+# start N ranks of COLL here; NODES fake node names via SLURMD_NODENAME
+local_run() {
+	local n=$1 port r pids="" rc=0
+	shift
+	port=$(free_port) || return 1
+	for r in $(seq 0 $((n - 1))); do
+		RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+			SLURMD_NODENAME=node$((r % ${NODES:-1})) "$@" &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait $p || rc=1; done
+	return $rc
+}
+
+test_expect_success 'RANK without MASTER_ADDR: LOOM_ERR_BOOTSTRAP, "MASTER_ADDR unset"' '
+	unset MASTER_ADDR PMIX_RANK;
+	test_must_fail_with "MASTER_ADDR unset" env RANK=1 WORLD_SIZE=2 MASTER_PORT=1 $COLL coll &&
+	test_must_fail_with "bootstrap failed" env RANK=1 WORLD_SIZE=2 MASTER_PORT=1 $COLL coll
+'
+test_expect_success 'RANK not below WORLD_SIZE is refused' '
+	test_must_fail_with "RANK=5 is not a number in 0..1" env RANK=5 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 $COLL coll
+'
+test_expect_success 'unreachable MASTER_ADDR:MASTER_PORT fails after LOOM_BOOTSTRAP_TIMEOUT' '
+	port=$(free_port) &&
+	start=$(date +%s) &&
+	test_must_fail_with "cannot reach MASTER_ADDR:MASTER_PORT 127.0.0.1:$port after 2 s" \
+		env LOOM_BOOTSTRAP_TIMEOUT=2 RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port $COLL coll &&
+	test $(( $(date +%s) - start )) -lt 30
+'
+test_expect_success 'rank 0 names the ranks that never came' '
+	port=$(free_port) &&
+	test_must_fail_with "ranks 1,2 never connected" \
+		env LOOM_BOOTSTRAP_TIMEOUT=1 RANK=0 WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port $COLL coll
+'
+test_expect_success 'LOOM_BACKEND=mpi is reported as unsupported' '
+	test_must_fail_with "mpi backend is not available" env LOOM_BACKEND=mpi $COLL coll
+'
+test_expect_success 'LOOM_TRANSPORT=bogus is refused with the choices' '
+	test_must_fail_with "LOOM_TRANSPORT=bogus: expected shm, tcp or auto" env LOOM_TRANSPORT=bogus $COLL coll
+'
+test_expect_success '3 ranks by hand on one node (shm): every collective right' '
+	local_run 3 $COLL coll 200003 >$TEST_TMP/o 2>&1; rc=$?;
+	all_ranks_passed $TEST_TMP/o 3 "all checks passed (3 ranks)" && test $rc = 0
+'
+test_expect_success '4 ranks by hand on two fake nodes (hierarchical): every collective right' '
+	NODES=2 local_run 4 $COLL coll 200003 >$TEST_TMP/o 2>&1; rc=$?;
+	all_ranks_passed $TEST_TMP/o 4 "all checks passed (4 ranks)" && test $rc = 0
+'
+test_done
