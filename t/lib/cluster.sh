@@ -45,27 +45,41 @@ _cluster_pick_ports() {
 }
 
 CLUSTER_PIDS=""
+CLUSTER_NS=""   # mount namespaces of our slurmds: stepds and tasks live there
 
 cluster_log() { echo "# cluster: $*" >&2; }
 
+# Every process in one of our slurmds' mount namespaces: the slurmds, the
+# slurmstepds they forked (which rename themselves and are reparented to
+# init, so neither name nor parent finds them) and the job's tasks.
+_cluster_ns_pids() {
+	local p ns
+	[ -n "$CLUSTER_NS" ] || return 0
+	for p in /proc/[0-9]*; do
+		ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
+		case " $CLUSTER_NS " in *" $ns "*) echo "${p#/proc/}" ;; esac
+	done
+}
+
 cluster_stop() {
-	local pid
+	local pid alive
 	[ -n "$CLUSTER_PIDS" ] || return 0
 	for pid in $CLUSTER_PIDS; do kill -TERM "$pid" 2>/dev/null; done
 	for _ in $(seq 1 50); do
-		local alive=""
+		alive=""
 		for pid in $CLUSTER_PIDS; do
 			kill -0 "$pid" 2>/dev/null && alive="$alive $pid"
 		done
 		[ -z "$alive" ] && break
 		sleep 0.1
 	done
-	for pid in $CLUSTER_PIDS; do kill -KILL "$pid" 2>/dev/null; done
-	# slurmstepd processes of steps still running belong to us too
-	if [ -n "${LOOM_CLUSTER_DIR:-}" ]; then
-		pkill -KILL -f "slurmstepd.*${LOOM_CLUSTER_DIR}" 2>/dev/null
-	fi
+	for pid in $CLUSTER_PIDS $(_cluster_ns_pids); do kill -KILL "$pid" 2>/dev/null; done
+	for _ in $(seq 1 50); do
+		[ -z "$(_cluster_ns_pids)" ] && break
+		sleep 0.1
+	done
 	CLUSTER_PIDS=""
+	CLUSTER_NS=""
 }
 
 _cluster_wait_pidfile() {
@@ -179,6 +193,7 @@ CONF
 		local pid
 		pid=$(_cluster_wait_pidfile "$dir/slurmd-$name.pid") || { cluster_log "slurmd $name did not start: $(tail -5 "$dir/log/slurmd-$name.log" 2>/dev/null)"; return 1; }
 		CLUSTER_PIDS="$CLUSTER_PIDS $pid"
+		CLUSTER_NS="$CLUSTER_NS $(readlink /proc/$pid/ns/mnt)"
 	done
 
 	# ready when every node is idle
