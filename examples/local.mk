@@ -17,12 +17,16 @@ examples_loom_tp_linear_LDADD = runtime/libloom.la -lm
 bin_PROGRAMS += examples/loom-pipeline
 examples_loom_pipeline_SOURCES = examples/pipeline.c
 examples_loom_pipeline_LDADD = runtime/libloom.la -lm
+bin_PROGRAMS += examples/loom-matmul-io
+examples_loom_matmul_io_SOURCES = examples/matmul_io.c
+examples_loom_matmul_io_LDADD = runtime/libloom.la
 
 # batch scripts, installed beside the docs
 exampledir = $(docdir)/examples
 dist_example_DATA = examples/dp_train.sbatch examples/mesh.sbatch \
-	examples/tp_linear.sbatch examples/pipeline.sbatch
+	examples/tp_linear.sbatch examples/pipeline.sbatch \
+	examples/matmul_io.sbatch
 
 # their tests, on the live cluster
 dist_check_SCRIPTS += t/t5001-dp-train.t t/t5002-mesh.t t/t5003-tp-linear.t \
-	t/t5004-pipeline.t
+	t/t5004-pipeline.t t/t5005-matmul-io.t
