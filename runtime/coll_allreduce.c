@@ -15,7 +15,7 @@ static int rd_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t d
 	size_t es = loom_dtype_size(dt), bytes = n * es;
 	int size = c->size, rank = c->rank, p = 1, rem, newrank, mask, rc;
 	struct loom_xctx x;
-	char *tmp = malloc(bytes ? bytes : 1);
+	char small[256], *tmp = bytes <= sizeof small ? small : malloc(bytes);
 	if (!tmp)
 		return LOOM_ERR_NOMEM;
 	while (p * 2 <= size)
@@ -62,7 +62,8 @@ static int rd_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t d
 	rc = LOOM_SUCCESS;
 out:
 	rc = rc ? (loom_x_abandon(&x), rc) : loom_x_end(&x);
-	free(tmp);
+	if (tmp != small)
+		free(tmp);
 	return rc;
 }
 

@@ -23,6 +23,11 @@ int loom_comm_uses_shm(const struct loom_comm *c, int peer)
 
 int loom_comm_max_local(const struct loom_comm *c)
 {
+	return c->max_local;
+}
+
+static int count_max_local(const struct loom_comm *c)
+{
 	int *cnt = calloc((size_t)c->nnodes + 1, sizeof *cnt), i, m = 0;
 	if (!cnt)
 		return c->local_size;
@@ -82,6 +87,7 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 			c->leaders[c->nnodes++] = i;
 		}
 	}
+	c->max_local = count_max_local(c);
 	pthread_mutex_init(&c->exec, NULL);
 	pthread_mutex_init(&c->p2p_lock, NULL);
 	if (c->local_size > 1 && w->transport != LOOM_TR_TCP) {

@@ -47,7 +47,7 @@ TESTS += runtime/test/single
 # multi-rank test program for the cluster tests t/t2*.t (not installed)
 check_PROGRAMS += t/runtime/coll-check
 t_runtime_coll_check_SOURCES = t/runtime/coll-check.c
-t_runtime_coll_check_LDADD = runtime/libloom.la -lm
+t_runtime_coll_check_LDADD = runtime/libloom.la -lm -lpthread
 EXTRA_DIST += t/runtime/lib.sh
 dist_check_SCRIPTS += \
 	t/t2000-runtime-local.t \

@@ -151,6 +151,7 @@ struct loom_comm {
 	int nnodes;               /* distinct nodes among members */
 	int *node_pos;            /* comm rank -> node position in this comm (0..nnodes-1) */
 	int *leaders;             /* node position -> comm rank of its first member */
+	int max_local;            /* most members on one node */
 	char name[64];
 	double timeout;
 	int check;
@@ -208,6 +209,8 @@ struct loom_xctx {
 	struct loom_xreq **x;
 	int n, cap;
 	int status;
+	struct loom_xreq *inl[16];  /* small operations allocate nothing */
+	struct loom_xreq pool[8];
 };
 #define LOOM_TAG_CHECK (1ull << 62)
 #define LOOM_TAG_P2P (1ull << 63)

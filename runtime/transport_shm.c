@@ -22,8 +22,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define NSLOT 8
-#define SLOT (128u * 1024)
+#define NSLOT 16
+#define SLOT (64u * 1024)
 #define CL 64
 
 struct slot_hdr { uint32_t tag, len; };

@@ -19,7 +19,12 @@ static uint32_t shm_tag(uint64_t tag) { return (uint32_t)(tag ^ (tag >> 32)); }
 void loom_x_begin(struct loom_xctx *x, struct loom_comm *c, const char *opname, uint64_t seq,
 		  uint64_t tag, double deadline)
 {
-	memset(x, 0, sizeof *x);
+	x->n = 0;
+	x->status = 0;
+	x->x = x->inl;
+	x->cap = (int)(sizeof x->inl / sizeof x->inl[0]);
+	x->top = NULL;
+	x->topseq = 0;
 	x->c = c;
 	x->opname = opname;
 	x->seq = seq;
@@ -44,16 +49,24 @@ static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, l
 	if (x->status)
 		return -1;
 	if (x->n == x->cap) {
-		int cap = x->cap ? 2 * x->cap : 16;
-		struct loom_xreq **nx = realloc(x->x, (size_t)cap * sizeof *nx);
+		int cap = 2 * x->cap;
+		struct loom_xreq **nx = x->x == x->inl ? malloc((size_t)cap * sizeof *nx)
+						       : realloc(x->x, (size_t)cap * sizeof *nx);
 		if (!nx) {
 			x->status = LOOM_ERR_NOMEM;
 			return -1;
 		}
+		if (x->x == x->inl)
+			memcpy(nx, x->inl, sizeof x->inl);
 		x->x = nx;
 		x->cap = cap;
 	}
-	q = calloc(1, sizeof *q);
+	if (x->n < (int)(sizeof x->pool / sizeof x->pool[0])) {
+		q = &x->pool[x->n];
+		memset(q, 0, sizeof *q);
+	} else {
+		q = calloc(1, sizeof *q);
+	}
 	if (!q) {
 		x->status = LOOM_ERR_NOMEM;
 		return -1;
@@ -77,7 +90,8 @@ static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, l
 		if (!q->segs || (kind == XRECV_REDUCE && len && !q->tmp)) {
 			free(q->segs);
 			free(q->tmp);
-			free(q);
+			if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
+				free(q);
 			x->status = LOOM_ERR_NOMEM;
 			return -1;
 		}
@@ -274,11 +288,13 @@ void loom_x_abandon(struct loom_xctx *x)
 					loom_tcp_cancel(x->c->w, &q->segs[k]);
 		free(q->segs);
 		free(q->tmp);
-		free(q);
+		if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
+			free(q);
 	}
-	free(x->x);
-	x->x = NULL;
-	x->n = x->cap = 0;
+	if (x->x != x->inl)
+		free(x->x);
+	x->x = x->inl;
+	x->n = 0;
 }
 
 int loom_x_end(struct loom_xctx *x)

@@ -2,7 +2,7 @@
 # libloom communicators and non-blocking operations on the live cluster:
 # split (color/key, LOOM_UNDEFINED), dup, mesh membership (tensor-parallel
 # pairs inside a node), and an iallreduce that completes while the caller
-# computes.
+# computes; two threads on two communicators at once.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 . "$LOOM_SRC_DIR/t/runtime/lib.sh"
 test_need_cluster
@@ -23,6 +23,12 @@ for tr in auto tcp shm; do
 		LOOM_TRANSPORT=$tr env_srun -N2 -n4 -- \$COLL overlap >\$TEST_TMP/o 2>&1;
 		all_ranks_passed \$TEST_TMP/o 4 'overlap: result after' &&
 		! grep FAIL \$TEST_TMP/o
+	"
+done
+for tr in auto tcp; do
+	test_expect_success "srun -N2 -n4 ($tr): two threads, one communicator each, at the same time" "
+		LOOM_TRANSPORT=$tr env_srun -N2 -n4 -- \$COLL threads >\$TEST_TMP/o 2>&1;
+		all_ranks_passed \$TEST_TMP/o 4 'threads checks passed'
 	"
 done
 test_done

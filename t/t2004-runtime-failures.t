@@ -3,7 +3,8 @@
 # collective makes the others time out (LOOM_TIMEOUT) with one line naming
 # it; a rank killed with SIGKILL makes the others fail with PEER_LOST fast
 # (not after the 600 s default timeout); LOOM_CHECK=1 turns different
-# counts into LOOM_ERR_MISMATCH naming the rank.
+# counts into LOOM_ERR_MISMATCH naming the rank; loom_comm_abort from one
+# rank fails everyone's pending and later operations.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 . "$LOOM_SRC_DIR/t/runtime/lib.sh"
 test_need_cluster
@@ -46,6 +47,17 @@ test_expect_success 'peer lost inside one node (shm), 600 s timeout' '
 	cat $TEST_TMP/o;
 	grep -q "status -5 .* after" $TEST_TMP/o && statuses_within $TEST_TMP/o 30
 '
+for tr in auto tcp; do
+	test_expect_success "loom_comm_abort ($tr) from one rank: every rank's pending and later ops fail with ABORTED" "
+		LOOM_TRANSPORT=$tr LOOM_TIMEOUT=600 env_srun -N2 -n4 -- \$COLL abort 3 >\$TEST_TMP/o 2>&1;
+		rc=\$?; cat \$TEST_TMP/o;
+		test \$rc = 0 &&
+		test \$(grep -c 'pending op: status -9 ' \$TEST_TMP/o) -eq 3 &&
+		test \$(grep -c 'later op: status -9 ' \$TEST_TMP/o) -eq 4 &&
+		statuses_within \$TEST_TMP/o 30 &&
+		grep -q 'communicator world aborted by rank 3' \$TEST_TMP/o
+	"
+done
 test_expect_success 'LOOM_CHECK=1: a different count gives LOOM_ERR_MISMATCH naming the rank' '
 	LOOM_CHECK=1 env_srun -N2 -n4 -- $COLL mismatch 3 >$TEST_TMP/o 2>&1;
 	cat $TEST_TMP/o;

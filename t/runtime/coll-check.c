@@ -10,11 +10,14 @@
  *   coll-check skip R           rank R skips one allreduce (timeout test)
  *   coll-check die R            rank R is killed mid-run (peer-lost test)
  *   coll-check mismatch R       rank R passes another count (LOOM_CHECK=1)
+ *   coll-check threads          two threads, one communicator each, at once
+ *   coll-check abort R          rank R aborts the world while the others wait
  */
 #include "config.h"
 #include <loom.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -485,6 +488,51 @@ static int mode_overlap(void)
 	return failures != 0;
 }
 
+struct th { loom_comm_t *c; int bad, id; };
+
+static void *th_main(void *arg)
+{
+	struct th *t = arg;
+	size_t n = 50000, i;
+	int k;
+	int32_t *a = malloc(n * 4), *b = malloc(n * 4);
+	for (k = 0; k < 30; k++) {
+		for (i = 0; i < n; i++)
+			a[i] = (int32_t)(R + k + (int)i * t->id);
+		if (loom_allreduce(a, b, k % 2 ? n : 3, LOOM_INT32, LOOM_SUM, t->c) != 0) {
+			t->bad++;
+			break;
+		}
+		for (i = 0; i < (k % 2 ? n : 3); i++)
+			if (b[i] != (int32_t)(N * (N - 1) / 2 + N * (k + (int)i * t->id))) {
+				t->bad++;
+				break;
+			}
+	}
+	free(a);
+	free(b);
+	return NULL;
+}
+
+static int mode_threads(void)
+{
+	struct th t[2] = { { NULL, 0, 1 }, { NULL, 0, 2 } };
+	pthread_t p[2];
+	int i;
+	for (i = 0; i < 2; i++)
+		expect(loom_comm_dup(W, &t[i].c) == 0, "dup");
+	for (i = 0; i < 2; i++)
+		pthread_create(&p[i], NULL, th_main, &t[i]);
+	for (i = 0; i < 2; i++) {
+		pthread_join(p[i], NULL);
+		expect(t[i].bad == 0, "thread's allreduces right");
+		loom_comm_free(t[i].c);
+	}
+	if (!failures)
+		printf("rank %d: threads checks passed\n", R);
+	return failures != 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "coll";
@@ -502,6 +550,8 @@ int main(int argc, char **argv)
 		code = mode_coll(argc > 2 ? (size_t)atol(argv[2]) : 0);
 	else if (!strcmp(mode, "split"))
 		code = mode_split();
+	else if (!strcmp(mode, "threads"))
+		code = mode_threads();
 	else if (!strcmp(mode, "overlap"))
 		code = mode_overlap();
 	else if (!strcmp(mode, "skip")) {
@@ -537,6 +587,28 @@ int main(int argc, char **argv)
 		code = rc == LOOM_ERR_PEER_LOST ? 0 : 1;
 		free(big);
 		_exit(code);  /* no finalize: the world is broken */
+	} else if (!strcmp(mode, "abort")) {
+		int32_t x = 1, y;
+		loom_request_t *q;
+		loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, W);
+		t0 = now();
+		if (R == who) {
+			usleep(500000);
+			rc = loom_comm_abort(W);
+			printf("rank %d: abort returned %d\n", R, rc);
+			rc = loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, W);
+			printf("rank %d: own later op: status %d (%s) after %.1f s\n", R, rc, loom_strerror(rc), now() - t0);
+		} else {
+			/* one pending non-blocking op, then a blocking one */
+			rc = loom_iallreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, W, &q);
+			if (!rc)
+				rc = loom_wait(q);
+			printf("rank %d: pending op: status %d (%s) after %.1f s\n", R, rc, loom_strerror(rc), now() - t0);
+			code |= rc != LOOM_ERR_ABORTED;
+			rc = loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, W);
+			printf("rank %d: later op: status %d (%s)\n", R, rc, loom_strerror(rc));
+		}
+		code |= rc != LOOM_ERR_ABORTED;
 	} else if (!strcmp(mode, "mismatch")) {
 		int32_t buf[64] = { 0 }, out[64];
 		rc = loom_allreduce(buf, out, R == who ? 12 : 10, LOOM_INT32, LOOM_SUM, W);
