@@ -261,6 +261,8 @@ static int split_named(loom_comm_t *c, int color, int key, loom_comm_t **out, co
 
 int loom_comm_split(loom_comm_t *c, int color, int key, loom_comm_t **newcomm)
 {
+	if (c && c->bx && c->bx->split)
+		return c->bx->split(c, color, key, newcomm);
 	return split_named(c, color, key, newcomm, "split");
 }
 
@@ -268,6 +270,8 @@ int loom_comm_dup(loom_comm_t *c, loom_comm_t **newcomm)
 {
 	if (!c)
 		return LOOM_ERR_INVALID;
+	if (c->bx && c->bx->dup)
+		return c->bx->dup(c, newcomm);
 	return split_named(c, 0, c->rank, newcomm, "dup");
 }
 
@@ -275,6 +279,8 @@ int loom_comm_free(loom_comm_t *c)
 {
 	if (!c)
 		return LOOM_ERR_INVALID;
+	if (c->bx && c->bx->free)
+		return c->bx->free(c);
 	if (c->is_world) {
 		LOOM_WARN("loom_comm_free on the world communicator: use loom_finalize");
 		return LOOM_ERR_INVALID;
@@ -288,6 +294,8 @@ int loom_comm_abort(loom_comm_t *c)
 	int i, zero = 0;
 	if (!c)
 		return LOOM_ERR_INVALID;
+	if (c->bx && c->bx->abort)
+		return c->bx->abort(c);
 	atomic_compare_exchange_strong(&c->failed, &zero, LOOM_ERR_ABORTED);
 	LOOM_ERR("communicator %s aborted by this rank", c->name);
 	for (i = 0; i < c->size; i++)

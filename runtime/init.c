@@ -80,9 +80,18 @@ int loom_init_backend(loom_backend_t backend, loom_comm_t **world)
 			return LOOM_ERR_INVALID;
 		}
 	}
+#ifdef HAVE_MPI
+	if (backend == LOOM_BACKEND_MPI)
+		return loom_mpi_world(world);
+#endif
+#ifdef HAVE_NCCL
+	if (backend == LOOM_BACKEND_NCCL)
+		return loom_nccl_world(world);
+#endif
 	if (backend == LOOM_BACKEND_MPI || backend == LOOM_BACKEND_NCCL) {
-		LOOM_ERR("the %s backend is not available in this version of libloom (native only)",
-			 backend == LOOM_BACKEND_MPI ? "mpi" : "nccl");
+		LOOM_ERR("the %s backend is not built into this libloom (configure found no %s)",
+			 backend == LOOM_BACKEND_MPI ? "mpi" : "nccl",
+			 backend == LOOM_BACKEND_MPI ? "MPI" : "NCCL");
 		return LOOM_ERR_UNSUPPORTED;
 	}
 	if (backend != LOOM_BACKEND_NATIVE)
@@ -189,6 +198,8 @@ int loom_finalize(loom_comm_t *world)
 	struct loom_world *w;
 	if (!world || !world->is_world)
 		return LOOM_ERR_INVALID;
+	if (world->bx && world->bx->finalize)
+		return world->bx->finalize(world);
 	w = world->w;
 	/* every rank arrives before anyone closes its connections */
 	if (w->size > 1 && !atomic_load(&world->failed)) {

@@ -124,6 +124,25 @@ int loom_comm_set_timeout(loom_comm_t *comm, double seconds);
 int loom_comm_set_name(loom_comm_t *comm, const char *name);
 const char *loom_comm_name(const loom_comm_t *comm);
 
+/* ---- backends (runtime/backend_*.c) ----
+ * Which backend comm runs on: "native", "mpi" or "nccl". */
+const char *loom_comm_backend(const loom_comm_t *comm);
+/* NCCL backend: enqueue comm's device-memory operations on this CUDA
+ * stream (a cudaStream_t; NULL: the library's own stream). A blocking
+ * call still returns only when its work on the stream is done.
+ * LOOM_ERR_UNSUPPORTED on the other backends. */
+int loom_comm_set_stream(loom_comm_t *comm, void *cuda_stream);
+/* MPI backend: an MPI program adopts loom on one of its communicators
+ * (duplicated; MPI must be initialized). The result is a world of its
+ * own: free it with loom_finalize, which does not finalize MPI. Declared
+ * when <mpi.h> was included before <loom.h>, or with LOOM_WANT_MPI. */
+#if defined(LOOM_WANT_MPI) && !defined(MPI_VERSION)
+#include <mpi.h>
+#endif
+#ifdef MPI_VERSION
+int loom_comm_from_mpi(MPI_Comm mpi_comm, loom_comm_t **comm);
+#endif
+
 /* ---------------------------------------------------------------------
  * Parallelism mesh
  *

@@ -170,6 +170,9 @@ struct loom_comm {
 	struct loom_comm *next;       /* world->comms */
 	struct loom_comm *parent;     /* freed with the world */
 	int is_world;
+	/* other backends (runtime/backend*.c); NULL on a native communicator */
+	const struct loom_backend_ext *bx;
+	void *impl;
 };
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,
@@ -317,5 +320,31 @@ int loom_boot_mesh(struct loom_boot *b, const uint32_t *ip, const uint16_t *port
 void loom_node_identity(char out[64]);
 int loom_fd_write_all(int fd, const void *buf, size_t len, double deadline);
 int loom_fd_read_all(int fd, void *buf, size_t len, double deadline);
+
+/* ---- other backends (runtime/backend*.c): what a communicator with bx set
+ * does instead of the native code. Requests they start are wrapped by
+ * loom_req_wrap; loom_wait/loom_test hand impl back to wait/test, which
+ * free it once complete. ---- */
+struct loom_backend_ext {
+	const char *name;
+	int (*icoll)(struct loom_comm *, const struct loom_opdesc *, loom_request_t **);
+	int (*ip2p)(struct loom_comm *, int is_send, void *, size_t, loom_dtype_t, int,
+		    loom_request_t **);
+	int (*wait)(void *impl);
+	int (*test)(void *impl, int *done);
+	int (*split)(struct loom_comm *, int color, int key, struct loom_comm **);
+	int (*dup)(struct loom_comm *, struct loom_comm **);
+	int (*free)(struct loom_comm *);
+	int (*abort)(struct loom_comm *);
+	int (*finalize)(struct loom_comm *);
+	int (*set_stream)(struct loom_comm *, void *stream);
+};
+loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl);  /* progress.c */
+#ifdef HAVE_MPI
+int loom_mpi_world(struct loom_comm **world);     /* backend_mpi.c */
+#endif
+#ifdef HAVE_NCCL
+int loom_nccl_world(struct loom_comm **world);    /* backend_nccl.c */
+#endif
 
 #endif

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { REQ_COLL = 1, REQ_P2P };
+enum { REQ_COLL = 1, REQ_P2P, REQ_BACKEND };
 
 struct loom_request {
 	int kind;
@@ -27,6 +27,7 @@ struct loom_request {
 	double deadline, started;
 	int peer, is_send;
 	uint64_t pseq;
+	void *impl;             /* REQ_BACKEND: the backend's request */
 };
 
 struct loom_nbq {
@@ -153,11 +154,21 @@ static void req_free(struct loom_request *q)
 	free(q);
 }
 
+loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl)
+{
+	struct loom_request *q = req_new(c, REQ_BACKEND);
+	if (q)
+		q->impl = impl;
+	return q;
+}
+
 static int start(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req)
 {
 	struct loom_request *q;
 	struct loom_nbq *nq;
 	int rc;
+	if (c && c->bx && c->bx->icoll)
+		return c->bx->icoll(c, d, req);
 	if (!req)
 		return LOOM_ERR_INVALID;
 	*req = NULL;
@@ -227,6 +238,8 @@ int loom_p2p_start(struct loom_comm *c, int is_send, void *buf, size_t count, lo
 {
 	struct loom_request *q;
 	int rc;
+	if (c && c->bx && c->bx->ip2p)
+		return c->bx->ip2p(c, is_send, buf, count, dt, peer, req);
 	if (!req)
 		return LOOM_ERR_INVALID;
 	*req = NULL;
@@ -294,6 +307,11 @@ int loom_wait(loom_request_t *q)
 	int rc;
 	if (!q)
 		return LOOM_ERR_INVALID;
+	if (q->kind == REQ_BACKEND) {
+		rc = q->c->bx->wait(q->impl);
+		req_free(q);
+		return rc;
+	}
 	if (q->kind == REQ_P2P) {
 		p2p_poll(q, 1);
 	} else {
@@ -312,6 +330,12 @@ int loom_test(loom_request_t *q, int *done)
 	int d, rc;
 	if (!q || !done)
 		return LOOM_ERR_INVALID;
+	if (q->kind == REQ_BACKEND) {
+		rc = q->c->bx->test(q->impl, done);
+		if (*done)
+			req_free(q);
+		return rc;
+	}
 	if (q->kind == REQ_P2P) {
 		d = p2p_poll(q, 0);
 	} else {
