@@ -1,0 +1,10 @@
+# bench/: loom-bench, nccl-tests style bandwidth of libloom's collectives
+# (optionally beside Open MPI's, --peer mpi). See bench/README.md.
+bin_PROGRAMS += bench/loom-bench
+bench_loom_bench_SOURCES = bench/loom-bench.c bench/loomvals.h
+bench_loom_bench_LDADD = runtime/libloom.la -lm
+if HAVE_MPI
+bench_loom_bench_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+bench_loom_bench_LDADD += $(MPI_LIBS)
+endif
+EXTRA_DIST += bench/README.md

@@ -1,0 +1,1142 @@
+/* t/conformance/conformance.c: one program that every libloom backend runs
+ * unchanged (the backend comes from LOOM_BACKEND): every collective x
+ * dtype x op x size x in-place/out-of-place x root, checked against a
+ * reference computed locally from deterministic per-rank inputs
+ * (bench/loomvals.h states the inputs and the float tolerances), then
+ * communicators (split, dup), the dp x tp x pp mesh, non-blocking
+ * operations, and, selected with --case, the error paths.
+ *
+ *   srun --mpi=pmix -N2 -n4 conformance [--quick]
+ *   LOOM_TIMEOUT=2 srun ... conformance --case timeout
+ *   srun ... conformance --case peer-lost [--kill exit|signal]
+ *   LOOM_CHECK=1 srun ... conformance --case mismatch [--mismatch count|coll|dtype|op|root]
+ *
+ * Output: TAP from rank 0 only. Each TAP line is one check whose
+ * sub-cases (sizes, in-place, roots) every rank evaluates; a loom_allreduce
+ * (MAX) of the per-sub-case wrong-element counts and error codes gives
+ * rank 0 the global verdict, and a failing line lists the sub-cases that
+ * failed on any rank. Ends with
+ *   # conformance backend=<name> ranks=<n>: <pass>/<total> passed
+ * The error cases cannot aggregate over a communicator they break: rank 0
+ * prints its own TAP verdict and every rank prints one line
+ *   conformance: rank R: <case>: ok|FAIL ...
+ * on stderr and exits 0 only if its own expectation held.
+ */
+#include <loom.h>
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loomvals.h"
+
+static loom_comm_t *world;
+static int me, nr, quick;
+static const char *backend_name = "native";
+static int tap_n, tap_pass;
+
+/* ---- output (rank 0) --------------------------------------------- */
+
+static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void out(const char *fmt, ...)
+{
+	va_list ap;
+	if (me != 0)
+		return;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static void bail(const char *what, int rc) __attribute__((noreturn));
+static void bail(const char *what, int rc)
+{
+	fprintf(stderr, "conformance: rank %d: %s: %s\n", me, what, loom_strerror(rc));
+	out("Bail out! %s: %s\n", what, loom_strerror(rc));
+	out("# conformance backend=%s ranks=%d: %d/%d passed (bailed out)\n", backend_name, nr,
+	    tap_pass, tap_n);
+	exit(1);
+}
+
+static void tap(int pass, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tap(int pass, const char *fmt, ...)
+{
+	va_list ap;
+	tap_n++;
+	tap_pass += pass != 0;
+	if (me != 0)
+		return;
+	printf("%sok %d - ", pass ? "" : "not ", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void tap_skip(const char *what, const char *why)
+{
+	tap_n++;
+	tap_pass++;
+	out("ok %d - %s # SKIP %s\n", tap_n, what, why);
+}
+
+/* ---- checks made of sub-cases, aggregated over ranks ---------------- */
+
+#define MAXSUB 512
+static int32_t sub_v[2 * MAXSUB]; /* [0, nsub): wrong elements; [MAXSUB, ...): -status */
+static char sub_desc[MAXSUB][72];
+static int nsub;
+
+static void check_begin(void)
+{
+	nsub = 0;
+	memset(sub_v, 0, sizeof sub_v);
+}
+
+static int sub(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sub(const char *fmt, ...)
+{
+	va_list ap;
+	if (nsub == MAXSUB) {
+		fprintf(stderr, "conformance: more than %d sub-cases in one check\n", MAXSUB);
+		exit(2);
+	}
+	va_start(ap, fmt);
+	vsnprintf(sub_desc[nsub], sizeof sub_desc[nsub], fmt, ap);
+	va_end(ap);
+	return nsub++;
+}
+
+static void sub_result(int s, int rc, long long wrong)
+{
+	if (rc && !sub_v[MAXSUB + s])
+		sub_v[MAXSUB + s] = -rc;
+	wrong += sub_v[s];
+	sub_v[s] = wrong > INT32_MAX ? INT32_MAX : (int32_t)wrong;
+}
+
+/* Aggregate and print one TAP line; returns the global pass. */
+static int check_end(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int check_end(const char *fmt, ...)
+{
+	static int32_t agg[2 * MAXSUB];
+	char name[200];
+	va_list ap;
+	int i, rc, pass = 1, shown = 0;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof name, fmt, ap);
+	va_end(ap);
+	/* pack [wrong..., -status...] contiguously */
+	for (i = 0; i < nsub; i++)
+		sub_v[nsub + i] = sub_v[MAXSUB + i];
+	rc = nsub ? loom_allreduce(sub_v, agg, (size_t)(2 * nsub), LOOM_INT32, LOOM_MAX, world) : 0;
+	for (i = 0; i < nsub; i++)
+		sub_v[MAXSUB + i] = sub_v[nsub + i];
+	if (rc) {
+		tap(0, "%s", name);
+		bail("the allreduce that aggregates a verdict failed", rc);
+	}
+	for (i = 0; i < nsub; i++)
+		if (agg[i] || agg[nsub + i])
+			pass = 0;
+	tap(pass, "%s", name);
+	for (i = 0; i < nsub && !pass; i++) {
+		if (!agg[i] && !agg[nsub + i])
+			continue;
+		if (shown++ == 12) {
+			out("#   ... more failing sub-cases\n");
+			break;
+		}
+		if (agg[nsub + i])
+			out("#   %s: returned %s (worst over ranks)\n", sub_desc[i],
+			    loom_strerror(-agg[nsub + i]));
+		else
+			out("#   %s: %d wrong element(s) (max over ranks)\n", sub_desc[i], agg[i]);
+	}
+	return pass;
+}
+
+/* ---- buffers with a guard band after the end ---------------------------- */
+
+#define GUARD 64
+
+static void *balloc(size_t bytes)
+{
+	unsigned char *p = malloc(bytes + GUARD);
+	if (!p) {
+		fprintf(stderr, "conformance: out of memory (%zu bytes)\n", bytes);
+		exit(2);
+	}
+	memset(p, 0xA5, bytes);
+	memset(p + bytes, 0x5A, GUARD);
+	return p;
+}
+
+/* 1 when something wrote past the end */
+static int guard_bad(const void *buf, size_t bytes)
+{
+	const unsigned char *p = (const unsigned char *)buf + bytes;
+	for (int i = 0; i < GUARD; i++)
+		if (p[i] != 0x5A)
+			return 1;
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- the matrix ----------------------------------------------------------- */
+
+static size_t sizes[8];
+static int nsizes;
+static int roots[3], nroots;
+
+static void setup_matrix(void)
+{
+	/* 0, 1, 7, 1000, 65537 elements and about 1 MiB (per dtype, below) */
+	static const size_t full[] = { 0, 1, 7, 1000, 65537, (size_t)-1 };
+	static const size_t qk[] = { 0, 1, 7, 1000, 65537 };
+	const size_t *s = quick ? qk : full;
+	nsizes = quick ? 5 : 6;
+	for (int i = 0; i < nsizes; i++)
+		sizes[i] = s[i];
+	nroots = 0;
+	roots[nroots++] = 0;
+	if (nr > 1)
+		roots[nroots++] = nr - 1;
+	if (!quick && nr > 2)
+		roots[nroots++] = nr / 2;
+}
+
+/* count for sizes[i] and dtype: (size_t)-1 means ~1 MiB of elements */
+static size_t elems(int i, loom_dtype_t t)
+{
+	return sizes[i] == (size_t)-1 ? ((size_t)1 << 20) / loom_dtype_size(t) + 3 : sizes[i];
+}
+
+static const loom_op_t all_ops[] = { LOOM_SUM, LOOM_PROD, LOOM_MIN, LOOM_MAX, LOOM_AVG };
+
+/* PROD only on small ints (and floats near 1): loomvals.h picks them */
+
+static long long wrong_reduced(const void *buf, size_t cnt, loom_dtype_t t, loom_op_t op,
+			       size_t first)
+{
+	long long bad = 0;
+	for (size_t k = 0; k < cnt; k++)
+		bad += !lv_reduced_ok(buf, k, t, op, nr, first + k);
+	return bad;
+}
+
+static void test_allreduce(loom_dtype_t t, loom_op_t op)
+{
+	size_t es = loom_dtype_size(t);
+	check_begin();
+	for (int si = 0; si < nsizes; si++)
+		for (int ip = 0; ip < 2; ip++) {
+			size_t cnt = elems(si, t), by = cnt * es;
+			int s = sub("count=%zu %s", cnt, ip ? "in-place" : "out-of-place");
+			void *a = balloc(by), *b = ip ? a : balloc(by), *copy = NULL;
+			long long bad;
+			int rc;
+			lv_fill(a, cnt, t, op, me, 0);
+			if (!ip) {
+				copy = balloc(by);
+				memcpy(copy, a, by);
+			}
+			rc = loom_allreduce(a, b, cnt, t, op, world);
+			bad = rc ? 0 : wrong_reduced(b, cnt, t, op, 0);
+			bad += guard_bad(b, by);
+			if (!ip)
+				bad += memcmp(a, copy, by) != 0; /* send left alone */
+			sub_result(s, rc, bad);
+			if (!ip) {
+				free(b);
+				free(copy);
+			}
+			free(a);
+		}
+	check_end("allreduce %s %s", loom_dtype_name(t), loom_op_name(op));
+}
+
+static void test_reduce(loom_dtype_t t, loom_op_t op)
+{
+	size_t es = loom_dtype_size(t);
+	check_begin();
+	for (int si = 0; si < nsizes; si++)
+		for (int ip = 0; ip < 2; ip++)
+			for (int ri = 0; ri < nroots; ri++) {
+				size_t cnt = elems(si, t), by = cnt * es;
+				int root = roots[ri];
+				int s = sub("count=%zu %s root=%d", cnt, ip ? "in-place" : "out-of-place", root);
+				void *a = balloc(by), *b = ip ? a : balloc(by);
+				long long bad = 0;
+				int rc;
+				lv_fill(a, cnt, t, op, me, 0);
+				rc = loom_reduce(a, b, cnt, t, op, root, world);
+				if (!rc && me == root)
+					bad = wrong_reduced(b, cnt, t, op, 0);
+				bad += guard_bad(b, by);
+				sub_result(s, rc, bad);
+				if (!ip)
+					free(b);
+				free(a);
+			}
+	check_end("reduce %s %s", loom_dtype_name(t), loom_op_name(op));
+}
+
+static void test_reduce_scatter(loom_dtype_t t, loom_op_t op)
+{
+	size_t es = loom_dtype_size(t);
+	check_begin();
+	for (int si = 0; si < nsizes; si++)
+		for (int ip = 0; ip < 2; ip++) {
+			size_t cnt = elems(si, t), by = cnt * es, sby = by * (size_t)nr;
+			int s = sub("count=%zu %s", cnt, ip ? "in-place" : "out-of-place");
+			void *a = balloc(sby), *b = ip ? a : balloc(by);
+			long long bad;
+			int rc;
+			lv_fill(a, cnt * (size_t)nr, t, op, me, 0);
+			rc = loom_reduce_scatter(a, b, cnt, t, op, world);
+			bad = rc ? 0 : wrong_reduced(b, cnt, t, op, (size_t)me * cnt);
+			bad += guard_bad(b, ip ? sby : by);
+			sub_result(s, rc, bad);
+			if (!ip)
+				free(b);
+			free(a);
+		}
+	check_end("reduce_scatter %s %s", loom_dtype_name(t), loom_op_name(op));
+}
+
+static void test_broadcast(loom_dtype_t t)
+{
+	size_t es = loom_dtype_size(t);
+	check_begin();
+	for (int si = 0; si < nsizes; si++)
+		for (int ip = 0; ip < 2; ip++)
+			for (int ri = 0; ri < nroots; ri++) {
+				size_t cnt = elems(si, t), by = cnt * es, k;
+				int root = roots[ri];
+				int s = sub("count=%zu %s root=%d", cnt, ip ? "in-place" : "out-of-place", root);
+				void *snd = balloc(by), *rcv = ip ? snd : balloc(by);
+				long long bad = 0;
+				int rc;
+				if (me == root)
+					lv_fill(snd, cnt, t, LOOM_SUM, root, 0);
+				rc = loom_broadcast(snd, rcv, cnt, t, root, world);
+				for (k = 0; !rc && k < cnt; k++)
+					bad += !lv_copy_ok(rcv, k, t, root, k);
+				bad += guard_bad(rcv, by);
+				sub_result(s, rc, bad);
+				if (!ip)
+					free(rcv);
+				free(snd);
+			}
+	check_end("broadcast %s", loom_dtype_name(t));
+}
+
+static void test_allgather(loom_dtype_t t)
+{
+	size_t es = loom_dtype_size(t);
+	check_begin();
+	for (int si = 0; si < nsizes; si++)
+		for (int ip = 0; ip < 2; ip++) {
+			size_t cnt = elems(si, t), by = cnt * es, rby = by * (size_t)nr, k;
+			int s = sub("count=%zu %s", cnt, ip ? "in-place" : "out-of-place");
+			unsigned char *rcv = balloc(rby), *snd = ip ? rcv + (size_t)me * by : balloc(by);
+			long long bad = 0;
+			int rc, r;
+			lv_fill(snd, cnt, t, LOOM_SUM, me, 0);
+			rc = loom_allgather(snd, rcv, cnt, t, world);
+			for (r = 0; !rc && r < nr; r++)
+				for (k = 0; k < cnt; k++)
+					bad += !lv_copy_ok(rcv, (size_t)r * cnt + k, t, r, k);
+			bad += guard_bad(rcv, rby);
+			sub_result(s, rc, bad);
+			if (!ip)
+				free(snd);
+			free(rcv);
+		}
+	check_end("allgather %s", loom_dtype_name(t));
+}
+
+static void test_alltoall(loom_dtype_t t)
+{
+	size_t es = loom_dtype_size(t);
+	check_begin();
+	for (int si = 0; si < nsizes; si++)
+		for (int ip = 0; ip < 2; ip++) {
+			size_t cnt = elems(si, t), by = cnt * es * (size_t)nr, k;
+			int s = sub("count=%zu %s", cnt, ip ? "in-place" : "out-of-place");
+			void *snd = balloc(by), *rcv = ip ? snd : balloc(by);
+			long long bad = 0;
+			int rc, r;
+			/* block j of rank me's send: elements j*cnt.. of its series */
+			lv_fill(snd, cnt * (size_t)nr, t, LOOM_SUM, me, 0);
+			rc = loom_alltoall(snd, rcv, cnt, t, world);
+			for (r = 0; !rc && r < nr; r++)
+				for (k = 0; k < cnt; k++)
+					bad += !lv_copy_ok(rcv, (size_t)r * cnt + k, t, r,
+							   (size_t)me * cnt + k);
+			bad += guard_bad(rcv, by);
+			sub_result(s, rc, bad);
+			if (!ip)
+				free(rcv);
+			free(snd);
+		}
+	check_end("alltoall %s", loom_dtype_name(t));
+}
+
+static void test_barrier(void)
+{
+	/* Rank 0 arrives 0.3 s late: nobody may leave the barrier before it
+	 * arrived (each rank's time inside >= 0.15 s allows for skew). */
+	for (int nb = 0; nb < 2; nb++) {
+		double t0, dt;
+		int rc, s;
+		check_begin();
+		s = sub("%s, rank 0 late by 0.3 s", nb ? "ibarrier+wait" : "barrier");
+		if (me == 0)
+			usleep(300000);
+		t0 = now();
+		if (nb) {
+			loom_request_t *req = NULL;
+			rc = loom_ibarrier(world, &req);
+			if (!rc)
+				rc = loom_wait(req);
+		} else {
+			rc = loom_barrier(world);
+		}
+		dt = now() - t0;
+		sub_result(s, rc, me != 0 && dt < 0.15);
+		if (me != 0 && dt < 0.15)
+			fprintf(stderr, "conformance: rank %d left the %s after %.3f s, before rank 0 arrived\n",
+				me, nb ? "ibarrier" : "barrier", dt);
+		check_end("%s waits for the last rank", nb ? "ibarrier" : "barrier");
+	}
+}
+
+static void test_p2p(void)
+{
+	static const loom_dtype_t types[] = { LOOM_INT8, LOOM_FLOAT16, LOOM_INT64, LOOM_FLOAT64 };
+	int right = (me + 1) % nr, left = (me + nr - 1) % nr;
+	if (nr < 2) {
+		tap_skip("send/recv ring", "one rank");
+		tap_skip("send/recv arrive in order", "one rank");
+		tap_skip("isend/irecv ring", "one rank");
+		return;
+	}
+	/* blocking ring: even ranks send first, odd ranks receive first */
+	check_begin();
+	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+		for (int si = 0; si < nsizes; si++) {
+			loom_dtype_t t = types[ti];
+			size_t cnt = elems(si, t), by = cnt * loom_dtype_size(t), k;
+			int s = sub("%s count=%zu", loom_dtype_name(t), cnt);
+			void *snd = balloc(by), *rcv = balloc(by);
+			int rc;
+			long long bad = 0;
+			lv_fill(snd, cnt, t, LOOM_SUM, me, 0);
+			if (me % 2 == 0) {
+				rc = loom_send(snd, cnt, t, right, world);
+				if (!rc)
+					rc = loom_recv(rcv, cnt, t, left, world);
+			} else {
+				rc = loom_recv(rcv, cnt, t, left, world);
+				if (!rc)
+					rc = loom_send(snd, cnt, t, right, world);
+			}
+			for (k = 0; !rc && k < cnt; k++)
+				bad += !lv_copy_ok(rcv, k, t, left, k);
+			bad += guard_bad(rcv, by);
+			sub_result(s, rc, bad);
+			free(snd);
+			free(rcv);
+		}
+	check_end("send/recv ring (to rank+1, from rank-1)");
+
+	/* order between a pair: 5 messages of different sizes, received in
+	 * the order sent (pairs 0-1, 2-3, ...; an odd last rank sits out) */
+	check_begin();
+	{
+		int partner = me ^ 1, s = sub("5 messages 1..65537 elements");
+		static const size_t len[] = { 65537, 1, 1000, 7, 3 };
+		long long bad = 0;
+		int rc = 0;
+		if (partner < nr) {
+			for (int m = 0; m < 5 && !rc; m++) {
+				int32_t *buf = (int32_t *)balloc(len[m] * 4);
+				if (me % 2 == 0) {
+					for (size_t k = 0; k < len[m]; k++)
+						buf[k] = (int32_t)(m * 1000003 + (int)k);
+					rc = loom_send(buf, len[m], LOOM_INT32, partner, world);
+				} else {
+					rc = loom_recv(buf, len[m], LOOM_INT32, partner, world);
+					for (size_t k = 0; !rc && k < len[m]; k++)
+						bad += buf[k] != (int32_t)(m * 1000003 + (int)k);
+				}
+				free(buf);
+			}
+		}
+		sub_result(s, rc, bad);
+	}
+	check_end("send/recv between a pair arrive in order");
+
+	/* non-blocking ring: everyone posts irecv + isend, then waits */
+	check_begin();
+	for (int si = 0; si < nsizes; si++) {
+		loom_dtype_t t = LOOM_FLOAT32;
+		size_t cnt = elems(si, t), by = cnt * 4, k;
+		int s = sub("float32 count=%zu", cnt), rc, rc2;
+		void *snd = balloc(by), *rcv = balloc(by);
+		loom_request_t *rr = NULL, *sr = NULL;
+		long long bad = 0;
+		lv_fill(snd, cnt, t, LOOM_SUM, me, 0);
+		rc = loom_irecv(rcv, cnt, t, left, world, &rr);
+		rc2 = loom_isend(snd, cnt, t, right, world, &sr);
+		if (!rc)
+			rc = loom_wait(rr);
+		if (!rc2)
+			rc2 = loom_wait(sr);
+		if (!rc)
+			rc = rc2;
+		for (k = 0; !rc && k < cnt; k++)
+			bad += !lv_copy_ok(rcv, k, t, left, k);
+		sub_result(s, rc, bad);
+		free(snd);
+		free(rcv);
+	}
+	check_end("isend/irecv ring");
+}
+
+/* allgather of one int32 per rank of comm: who is in it, in rank order */
+static int members(loom_comm_t *c, int32_t *out)
+{
+	int32_t mine = me;
+	return loom_allgather(&mine, out, 1, LOOM_INT32, c);
+}
+
+static void test_split(void)
+{
+	int32_t *got = calloc((size_t)nr, sizeof *got);
+	loom_comm_t *c = NULL;
+	int rc, s, i, k;
+	long long bad;
+
+	/* even/odd colors, keys reversed: new rank order is descending */
+	check_begin();
+	s = sub("color=rank%%2 key=-rank");
+	rc = loom_comm_split(world, me % 2, -me, &c);
+	bad = 0;
+	if (!rc) {
+		int size = (nr - me % 2 + 1) / 2, want_rank = 0;
+		for (i = me + 2; i < nr; i += 2)
+			want_rank++;
+		bad += loom_comm_size(c) != size;
+		bad += loom_comm_rank(c) != want_rank;
+		if (loom_comm_size(c) == size && !(rc = members(c, got)))
+			for (k = 0, i = nr - 1; i >= 0; i--)
+				if (i % 2 == me % 2)
+					bad += got[k++] != i;
+		if (!rc) {
+			int64_t one = me, sum = -1, want = 0;
+			for (i = me % 2; i < nr; i += 2)
+				want += i;
+			rc = loom_allreduce(&one, &sum, 1, LOOM_INT64, LOOM_SUM, c);
+			bad += !rc && sum != want;
+		}
+		if (c && !rc)
+			rc = loom_comm_free(c);
+	}
+	sub_result(s, rc, bad);
+	check_end("comm_split even/odd colors, reversed keys: sizes, ranks, members, allreduce");
+
+	/* LOOM_UNDEFINED: every third rank joins nothing */
+	check_begin();
+	s = sub("color=rank%%3==2 ? UNDEFINED : rank%%3, key=rank");
+	c = NULL;
+	bad = 0;
+	rc = loom_comm_split(world, me % 3 == 2 ? LOOM_UNDEFINED : me % 3, me, &c);
+	if (!rc && me % 3 == 2) {
+		bad += c != NULL;
+	} else if (!rc) {
+		int size = 0, want_rank = 0;
+		for (i = 0; i < nr; i++)
+			if (i % 3 == me % 3) {
+				if (i < me)
+					want_rank++;
+				size++;
+			}
+		bad += !c || loom_comm_size(c) != size || loom_comm_rank(c) != want_rank;
+		if (c && loom_comm_size(c) == size && !(rc = members(c, got)))
+			for (k = 0, i = 0; i < nr; i++)
+				if (i % 3 == me % 3)
+					bad += got[k++] != i;
+		if (c) {
+			int frc = loom_comm_free(c);
+			rc = rc ? rc : frc;
+		}
+	}
+	sub_result(s, rc, bad);
+	check_end("comm_split with LOOM_UNDEFINED gives NULL there, the rest ordered by key");
+
+	/* one color for all, keys reversed: a full reversal */
+	check_begin();
+	s = sub("color=0 key=size-rank");
+	c = NULL;
+	bad = 0;
+	rc = loom_comm_split(world, 0, nr - me, &c);
+	if (!rc) {
+		bad += loom_comm_size(c) != nr || loom_comm_rank(c) != nr - 1 - me;
+		if (loom_comm_size(c) == nr && !(rc = members(c, got)))
+			for (i = 0; i < nr; i++)
+				bad += got[i] != nr - 1 - i;
+		{
+			int frc = loom_comm_free(c);
+			rc = rc ? rc : frc;
+		}
+	}
+	sub_result(s, rc, bad);
+	check_end("comm_split with one color and reversed keys reverses the ranks");
+
+	/* dup: same ranks, independent traffic */
+	check_begin();
+	s = sub("dup, then allreduce on dup and world interleaved");
+	c = NULL;
+	bad = 0;
+	rc = loom_comm_dup(world, &c);
+	if (!rc) {
+		int64_t x = me + 1, y = 0, z = 0, want = (int64_t)nr * (nr + 1) / 2;
+		loom_request_t *r1 = NULL;
+		bad += loom_comm_size(c) != nr || loom_comm_rank(c) != me;
+		rc = loom_iallreduce(&x, &y, 1, LOOM_INT64, LOOM_SUM, c, &r1);
+		if (!rc) {
+			int rc2 = loom_allreduce(&x, &z, 1, LOOM_INT64, LOOM_MAX, world);
+			rc = loom_wait(r1);
+			rc = rc ? rc : rc2;
+		}
+		bad += !rc && (y != want || z != nr);
+		{
+			int frc = loom_comm_free(c);
+			rc = rc ? rc : frc;
+		}
+	}
+	sub_result(s, rc, bad);
+	check_end("comm_dup keeps ranks; its traffic does not mix with world's");
+	free(got);
+}
+
+/* Every rank of a group calls members() whatever it found so far: a
+ * collective skipped on one rank would hang the others. */
+static int group_ok(loom_comm_t *c, int size, int index, const int32_t *want, int32_t *got,
+		    int *rc)
+{
+	int bad = 0, n = loom_comm_size(c);
+	if (!c)
+		return 1;
+	bad += n != size;
+	bad += loom_comm_rank(c) != index;
+	if (n < 1 || n > nr)
+		return bad + 1;
+	if ((*rc = members(c, got)))
+		return bad;
+	for (int i = 0; i < size && i < n; i++)
+		bad += got[i] != want[i];
+	return bad;
+}
+
+static void test_mesh(void)
+{
+	int32_t *want = calloc((size_t)nr, sizeof *want), *got = calloc((size_t)nr, sizeof *got);
+	int dp, tp, pp, any = 0;
+	for (pp = 1; pp <= nr; pp++)
+		for (dp = 1; dp <= nr; dp++)
+			for (tp = 1; tp <= nr; tp++) {
+				loom_mesh_t m;
+				int rc, s, i, di, ti, pi;
+				long long bad = 0;
+				if (dp * tp * pp != nr)
+					continue;
+				if (quick && any >= 4 && !(dp > 1 && tp > 1))
+					continue;
+				any++;
+				check_begin();
+				s = sub("dp=%d tp=%d pp=%d", dp, tp, pp);
+				memset(&m, 0, sizeof m);
+				rc = loom_mesh(world, dp, tp, pp, &m);
+				if (!rc) {
+					/* rank = (pp_index * dp + dp_index) * tp + tp_index */
+					ti = me % tp;
+					di = (me / tp) % dp;
+					pi = me / (tp * dp);
+					bad += m.tp_index != ti || m.dp_index != di || m.pp_index != pi;
+					bad += m.tp_size != tp || m.dp_size != dp || m.pp_size != pp;
+					for (i = 0; i < tp; i++)
+						want[i] = (pi * dp + di) * tp + i;
+					bad += group_ok(m.tp, tp, ti, want, got, &rc);
+					for (i = 0; i < dp && !rc; i++)
+						want[i] = (pi * dp + i) * tp + ti;
+					if (!rc)
+						bad += group_ok(m.dp, dp, di, want, got, &rc);
+					for (i = 0; i < pp && !rc; i++)
+						want[i] = (i * dp + di) * tp + ti;
+					if (!rc)
+						bad += group_ok(m.pp, pp, pi, want, got, &rc);
+					{
+						int frc = loom_mesh_free(&m);
+						rc = rc ? rc : frc;
+					}
+				}
+				sub_result(s, rc, bad);
+				check_end("mesh dp=%d tp=%d pp=%d: coordinates and group members follow the loom.h layout",
+					  dp, tp, pp);
+			}
+	/* a mesh that does not multiply to the world size is refused */
+	{
+		loom_mesh_t m;
+		int rc;
+		check_begin();
+		memset(&m, 0, sizeof m);
+		int s = sub("dp=%d tp=2 pp=1", nr + 1);
+		rc = loom_mesh(world, nr + 1, 2, 1, &m);
+		sub_result(s, 0, rc != LOOM_ERR_INVALID);
+		if (!rc)
+			loom_mesh_free(&m);
+		check_end("mesh with dp*tp*pp != size returns LOOM_ERR_INVALID");
+	}
+	free(want);
+	free(got);
+}
+
+/* something to compute while collectives progress */
+static volatile double sink;
+static void compute(double seconds)
+{
+	double t0 = now(), x = 1.0;
+	long it = 0;
+	while (now() - t0 < seconds) {
+		for (int i = 0; i < 1000; i++)
+			x = x * 1.0000001 + 1e-9;
+		it++;
+	}
+	sink = x + (double)it;
+}
+
+static void test_nonblocking(void)
+{
+	enum { K = 4 };
+	size_t cnt = quick ? 65537 : 262147;
+	/* several iallreduce outstanding, polled with loom_test (last first:
+	 * completion in start order means a later one done implies every
+	 * earlier one done), computing between polls */
+	{
+		float *in[K], *res[K];
+		loom_request_t *req[K];
+		int done[K] = { 0 }, started = 0, order_bad = 0, rc = 0, s, j, left = K;
+		long polls = 0;
+		long long bad = 0;
+		double t0 = now();
+		check_begin();
+		s = sub("%d x iallreduce float32 sum, count=%zu", K, cnt);
+		for (j = 0; j < K; j++) {
+			in[j] = balloc(cnt * 4);
+			res[j] = balloc(cnt * 4);
+			lv_fill(in[j], cnt, LOOM_FLOAT32, LOOM_SUM, me, (size_t)j * 1000);
+		}
+		for (j = 0; j < K && !rc; j++, started++)
+			rc = loom_iallreduce(in[j], res[j], cnt, LOOM_FLOAT32, LOOM_SUM, world, &req[j]);
+		if (rc)
+			for (j = 0; j < started - 1; j++)
+				loom_wait(req[j]);
+		while (!rc && left && now() - t0 < 120) {
+			int seen_done = 0;
+			for (j = K - 1; j >= 0; j--) {
+				int d = 0, r;
+				if (done[j]) {
+					seen_done = 1;
+					continue;
+				}
+				r = loom_test(req[j], &d);
+				if (d) {
+					done[j] = 1;
+					left--;
+					seen_done = 1;
+					if (r && !rc)
+						rc = r;
+				} else if (seen_done) {
+					order_bad = 1; /* a later one completed first */
+				}
+			}
+			polls++;
+			compute(0.0005);
+		}
+		if (!rc && left)
+			rc = LOOM_ERR_TIMEOUT;
+		for (j = 0; j < K; j++) {
+			for (size_t k = 0; !rc && k < cnt; k++)
+				bad += !lv_reduced_ok(res[j], k, LOOM_FLOAT32, LOOM_SUM, nr,
+						      (size_t)j * 1000 + k);
+			free(in[j]);
+			free(res[j]);
+		}
+		sub_result(s, rc, bad);
+		s = sub("completion in start order");
+		sub_result(s, 0, order_bad);
+		check_end("%d iallreduce outstanding, loom_test polling with compute in between", K);
+		if (me == 0)
+			out("#   %ld polls\n", polls);
+	}
+
+	/* one of each non-blocking collective outstanding at once */
+	{
+		size_t c = 1000;
+		int rc = 0, j, nq = 0, s;
+		loom_request_t *q[10];
+		long long bad = 0;
+		int root = nr - 1;
+		float *ar = balloc(c * 4), *arr = balloc(c * 4);
+		int32_t *bc = balloc(c * 4), *ag = balloc(c * 4), *agr = balloc(c * 4 * (size_t)nr);
+		double *rs = balloc(c * 8 * (size_t)nr), *rsr = balloc(c * 8);
+		int64_t *aa = balloc(c * 8 * (size_t)nr), *aar = balloc(c * 8 * (size_t)nr);
+		int8_t *rd = balloc(c), *rdr = balloc(c);
+		check_begin();
+		s = sub("iallreduce+ibroadcast+iallgather+ireduce_scatter+ialltoall+ireduce+ibarrier");
+		lv_fill(ar, c, LOOM_FLOAT32, LOOM_MAX, me, 0);
+		if (me == root)
+			lv_fill(bc, c, LOOM_INT32, LOOM_SUM, root, 0);
+		lv_fill(ag, c, LOOM_INT32, LOOM_SUM, me, 0);
+		lv_fill(rs, c * (size_t)nr, LOOM_FLOAT64, LOOM_SUM, me, 0);
+		lv_fill(aa, c * (size_t)nr, LOOM_INT64, LOOM_SUM, me, 0);
+		lv_fill(rd, c, LOOM_INT8, LOOM_MIN, me, 0);
+#define START(call) do { if (!rc) { rc = (call); if (!rc) nq++; } } while (0)
+		START(loom_iallreduce(ar, arr, c, LOOM_FLOAT32, LOOM_MAX, world, &q[nq]));
+		START(loom_ibroadcast(bc, bc, c, LOOM_INT32, root, world, &q[nq]));
+		START(loom_iallgather(ag, agr, c, LOOM_INT32, world, &q[nq]));
+		START(loom_ireduce_scatter(rs, rsr, c, LOOM_FLOAT64, LOOM_SUM, world, &q[nq]));
+		START(loom_ialltoall(aa, aar, c, LOOM_INT64, world, &q[nq]));
+		START(loom_ireduce(rd, rdr, c, LOOM_INT8, LOOM_MIN, 0, world, &q[nq]));
+		START(loom_ibarrier(world, &q[nq]));
+#undef START
+		compute(0.01);
+		for (j = 0; j < nq; j++) {
+			int r = loom_wait(q[j]);
+			if (r && !rc)
+				rc = r;
+		}
+		if (!rc) {
+			size_t k;
+			int r;
+			bad += wrong_reduced(arr, c, LOOM_FLOAT32, LOOM_MAX, 0);
+			for (k = 0; k < c; k++)
+				bad += !lv_copy_ok(bc, k, LOOM_INT32, root, k);
+			for (r = 0; r < nr; r++)
+				for (k = 0; k < c; k++) {
+					bad += !lv_copy_ok(agr, (size_t)r * c + k, LOOM_INT32, r, k);
+					bad += !lv_copy_ok(aar, (size_t)r * c + k, LOOM_INT64, r,
+							   (size_t)me * c + k);
+				}
+			bad += wrong_reduced(rsr, c, LOOM_FLOAT64, LOOM_SUM, (size_t)me * c);
+			if (me == 0)
+				bad += wrong_reduced(rdr, c, LOOM_INT8, LOOM_MIN, 0);
+		}
+		sub_result(s, rc, bad);
+		check_end("one of each non-blocking collective outstanding together");
+		free(ar); free(arr); free(bc); free(ag); free(agr);
+		free(rs); free(rsr); free(aa); free(aar); free(rd); free(rdr);
+	}
+
+	/* progress without calls: an iallreduce completes while the caller
+	 * only computes (loom.h: the caller need not call in) */
+	{
+		float *a = balloc(cnt * 4), *b = balloc(cnt * 4);
+		loom_request_t *r = NULL;
+		int rc, d = 0, s;
+		long long bad = 0;
+		check_begin();
+		s = sub("iallreduce count=%zu, then 3 s of compute, then one loom_test", cnt);
+		lv_fill(a, cnt, LOOM_FLOAT32, LOOM_SUM, me, 0);
+		rc = loom_iallreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world, &r);
+		if (!rc) {
+			compute(3.0);
+			rc = loom_test(r, &d);
+			if (!d) {
+				bad++;
+				fprintf(stderr, "conformance: rank %d: iallreduce not done after 3 s of compute\n", me);
+				rc = loom_wait(r);
+			}
+			if (!rc)
+				bad += wrong_reduced(b, cnt, LOOM_FLOAT32, LOOM_SUM, 0);
+		}
+		sub_result(s, rc, bad);
+		check_end("non-blocking operations progress in the background while the caller computes");
+		free(a);
+		free(b);
+	}
+}
+
+static void test_meta(void)
+{
+	check_begin();
+	int s = sub("rank/size/local_rank/local_size/name");
+	long long bad = 0;
+	int lr = loom_comm_local_rank(world), ls = loom_comm_local_size(world);
+	bad += loom_comm_size(world) != nr || me < 0 || me >= nr;
+	bad += ls < 1 || ls > nr || lr < 0 || lr >= ls;
+	bad += loom_comm_name(world) == NULL;
+	bad += loom_comm_rank(NULL) != -1 || loom_comm_size(NULL) != -1;
+	sub_result(s, 0, bad);
+	check_end("world: rank in [0,size), local rank in [0,local size), NULL gives -1");
+
+	/* a bad dtype / op is refused on every rank without communicating */
+	check_begin();
+	s = sub("dtype=LOOM_DTYPE_COUNT");
+	{
+		float x = 1, y;
+		int rc = loom_allreduce(&x, &y, 1, LOOM_DTYPE_COUNT, LOOM_SUM, world);
+		sub_result(s, 0, rc != LOOM_ERR_INVALID);
+		s = sub("op=LOOM_OP_COUNT");
+		rc = loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_OP_COUNT, world);
+		sub_result(s, 0, rc != LOOM_ERR_INVALID);
+		s = sub("comm=NULL");
+		rc = loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_SUM, NULL);
+		sub_result(s, 0, rc != LOOM_ERR_INVALID);
+		s = sub("root=size");
+		rc = loom_broadcast(&x, &y, 1, LOOM_FLOAT32, nr, world);
+		sub_result(s, 0, rc != LOOM_ERR_INVALID);
+	}
+	check_end("bad arguments return LOOM_ERR_INVALID");
+}
+
+/* ---- error cases ---------------------------------------------------- */
+
+static int verdict(const char *cse, int pass, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int verdict(const char *cse, int pass, const char *fmt, ...)
+{
+	char msg[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "conformance: rank %d: %s: %s %s\n", me, cse, pass ? "ok" : "FAIL", msg);
+	fflush(stderr);
+	return pass;
+}
+
+static int case_timeout(void)
+{
+	double tmo = getenv("LOOM_TIMEOUT") ? atof(getenv("LOOM_TIMEOUT")) : 0, t0, dt;
+	int skipper = nr - 1, rc, pass = 1;
+	float x = 1, y = 0;
+	if (nr < 2) {
+		out("1..0 # SKIP --case timeout needs 2 ranks\n");
+		return 1;
+	}
+	if (!(tmo > 0)) {
+		tmo = 2;
+		loom_comm_set_timeout(world, tmo);
+	}
+	out("1..2\n");
+	rc = loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_SUM, world);
+	tap(!rc && y == nr, "a first allreduce works");
+	if (rc || y != nr)
+		return verdict("timeout", 0, "the first allreduce: %s, %g", loom_strerror(rc), y);
+	if (me == skipper) {
+		/* skip the collective; stay alive until the others timed out */
+		usleep((useconds_t)((2 * tmo + 3) * 1e6));
+		return verdict("timeout", 1, "skipped the second allreduce");
+	}
+	t0 = now();
+	rc = loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_SUM, world);
+	dt = now() - t0;
+	/* bounded: not before 90% of the deadline, not long after it */
+	pass = rc == LOOM_ERR_TIMEOUT && dt >= 0.9 * tmo && dt <= tmo + 10;
+	tap(pass, "rank %d skips an allreduce: the others get LOOM_ERR_TIMEOUT after ~%g s (rank 0: %s after %.2f s)",
+	    skipper, tmo, loom_strerror(rc), dt);
+	return verdict("timeout", pass, "got %s after %.2f s (LOOM_TIMEOUT %g)", loom_strerror(rc), dt, tmo);
+}
+
+static int case_peer_lost(const char *how)
+{
+	int victim = nr - 1, rc = 0, it, pass;
+	size_t cnt = 1 << 18;
+	float *a = balloc(cnt * 4), *b = balloc(cnt * 4);
+	double t0 = 0, dt;
+	if (nr < 2) {
+		out("1..0 # SKIP --case peer-lost needs 2 ranks\n");
+		return 1;
+	}
+	out("1..2\n");
+	lv_fill(a, cnt, LOOM_FLOAT32, LOOM_SUM, me, 0);
+	for (it = 0; it < 3 && !rc; it++)
+		rc = loom_allreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world);
+	tap(!rc, "three allreduces before a rank dies");
+	if (rc)
+		return verdict("peer-lost", 0, "allreduce before the kill: %s", loom_strerror(rc));
+	if (me == victim) {
+		loom_request_t *r;
+		/* die in the middle of an operation */
+		loom_iallreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world, &r);
+		usleep(2000);
+		fprintf(stderr, "conformance: rank %d: peer-lost: dying now (%s)\n", me,
+			!strcmp(how, "signal") ? "SIGKILL" : "_exit(9)");
+		fflush(stderr);
+		if (!strcmp(how, "signal"))
+			raise(SIGKILL);
+		_exit(9);
+	}
+	t0 = now();
+	for (it = 0; it < 100000 && !rc && now() - t0 < 60; it++)
+		rc = loom_allreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world);
+	dt = now() - t0;
+	/* bounded: well under LOOM_TIMEOUT (the test sets 60 s) */
+	pass = rc == LOOM_ERR_PEER_LOST && dt < 15;
+	tap(pass, "rank %d dies (%s) mid-allreduce: the others get LOOM_ERR_PEER_LOST within 15 s (rank 0: %s after %.2f s)",
+	    victim, how, loom_strerror(rc), dt);
+	free(a);
+	free(b);
+	return verdict("peer-lost", pass, "got %s after %.2f s, %d allreduces", loom_strerror(rc), dt, it);
+}
+
+static int case_mismatch(const char *what)
+{
+	int rc, pass, odd = me == 1;
+	float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, y[8];
+	double t0, dt;
+	if (nr < 2) {
+		out("1..0 # SKIP --case mismatch needs 2 ranks\n");
+		return 1;
+	}
+	out("1..2\n");
+	rc = loom_allreduce(x, y, 4, LOOM_FLOAT32, LOOM_SUM, world);
+	tap(!rc, "a first, matching allreduce works with LOOM_CHECK=1");
+	if (rc)
+		return verdict("mismatch", 0, "the matching allreduce: %s", loom_strerror(rc));
+	t0 = now();
+	if (!strcmp(what, "count"))
+		rc = loom_allreduce(x, y, odd ? 5 : 4, LOOM_FLOAT32, LOOM_SUM, world);
+	else if (!strcmp(what, "dtype"))
+		rc = loom_allreduce(x, y, 4, odd ? LOOM_INT32 : LOOM_FLOAT32, LOOM_SUM, world);
+	else if (!strcmp(what, "op"))
+		rc = loom_allreduce(x, y, 4, LOOM_FLOAT32, odd ? LOOM_MAX : LOOM_SUM, world);
+	else if (!strcmp(what, "root"))
+		rc = loom_broadcast(x, y, 4, LOOM_FLOAT32, odd ? 1 : 0, world);
+	else /* coll: rank 1 calls broadcast, the others allreduce */
+		rc = odd ? loom_broadcast(x, y, 4, LOOM_FLOAT32, 0, world)
+			 : loom_allreduce(x, y, 4, LOOM_FLOAT32, LOOM_SUM, world);
+	dt = now() - t0;
+	pass = rc == LOOM_ERR_MISMATCH;
+	tap(pass, "rank 1 differs (%s): LOOM_ERR_MISMATCH (rank 0: %s after %.2f s)", what,
+	    loom_strerror(rc), dt);
+	return verdict("mismatch", pass, "%s: got %s after %.2f s", what, loom_strerror(rc), dt);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: conformance [--quick] [--case timeout|peer-lost|mismatch]\n"
+		   "                   [--kill exit|signal] [--mismatch count|coll|dtype|op|root]\n"
+		   "The backend comes from LOOM_BACKEND (native|mpi|nccl|auto).\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *cse = NULL, *kill_how = "exit", *mis = "count", *e;
+	int rc, i;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			quick = 1;
+		else if (!strcmp(argv[i], "--case") && i + 1 < argc)
+			cse = argv[++i];
+		else if (!strcmp(argv[i], "--kill") && i + 1 < argc)
+			kill_how = argv[++i];
+		else if (!strcmp(argv[i], "--mismatch") && i + 1 < argc)
+			mis = argv[++i];
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "conformance: bad argument '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (cse && strcmp(cse, "timeout") && strcmp(cse, "peer-lost") && strcmp(cse, "mismatch")) {
+		fprintf(stderr, "conformance: --case '%s': expected timeout, peer-lost or mismatch\n", cse);
+		return 2;
+	}
+	if (strcmp(kill_how, "exit") && strcmp(kill_how, "signal")) {
+		fprintf(stderr, "conformance: --kill '%s': expected exit or signal\n", kill_how);
+		return 2;
+	}
+	e = getenv("LOOM_BACKEND");
+	if (e && *e && strcmp(e, "auto"))
+		backend_name = e;
+	rc = loom_init(&world);
+	if (rc) {
+		printf("1..1\nnot ok 1 - loom_init (LOOM_BACKEND=%s): %s\n", e ? e : "", loom_strerror(rc));
+		printf("# conformance backend=%s ranks=?: 0/1 passed\n", backend_name);
+		return 1;
+	}
+	me = loom_comm_rank(world);
+	nr = loom_comm_size(world);
+
+	if (cse) {
+		int pass;
+		if (!strcmp(cse, "timeout"))
+			pass = case_timeout();
+		else if (!strcmp(cse, "peer-lost"))
+			pass = case_peer_lost(kill_how);
+		else
+			pass = case_mismatch(mis);
+		out("# conformance backend=%s ranks=%d case=%s: %d/%d passed (rank 0)\n", backend_name, nr,
+		    cse, tap_pass, tap_n);
+		/* after an error the world may be unusable: do not let finalize
+		 * decide the verdict, but do call it (it must not hang) */
+		loom_finalize(world);
+		return pass ? 0 : 1;
+	}
+
+	setup_matrix();
+	out("# conformance backend=%s ranks=%d local=%d %s\n", backend_name, nr,
+	    loom_comm_local_size(world), quick ? "quick" : "full");
+	test_meta();
+	for (int t = 0; t < LOOM_DTYPE_COUNT; t++)
+		for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++)
+			test_allreduce((loom_dtype_t)t, all_ops[o]);
+	for (int t = 0; t < LOOM_DTYPE_COUNT; t++)
+		for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++)
+			test_reduce((loom_dtype_t)t, all_ops[o]);
+	for (int t = 0; t < LOOM_DTYPE_COUNT; t++)
+		for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++)
+			test_reduce_scatter((loom_dtype_t)t, all_ops[o]);
+	for (int t = 0; t < LOOM_DTYPE_COUNT; t++) {
+		test_broadcast((loom_dtype_t)t);
+		test_allgather((loom_dtype_t)t);
+		test_alltoall((loom_dtype_t)t);
+	}
+	test_barrier();
+	test_p2p();
+	test_split();
+	test_mesh();
+	test_nonblocking();
+
+	out("1..%d\n", tap_n);
+	out("# conformance backend=%s ranks=%d: %d/%d passed\n", backend_name, nr, tap_pass, tap_n);
+	rc = loom_finalize(world);
+	if (rc)
+		fprintf(stderr, "conformance: rank %d: loom_finalize: %s\n", me, loom_strerror(rc));
+	return tap_pass == tap_n && !rc ? 0 : 1;
+}

@@ -1,0 +1,30 @@
+# t/conformance/lib.sh: run the conformance program on the test cluster.
+#
+#   conf_expect DESC TRANSPORT "SRUN-ARGS" RANKS NODES [conformance args]
+# passes when the step exits 0, rank 0 alone printed TAP, no check failed,
+# the summary line says ranks=RANKS and all checks passed, and libloom's
+# own info line (LOOM_DEBUG=info) shows the world it formed: RANKS ranks
+# on NODES nodes, bootstrapped by PMIx, with the transport asked for.
+CONF=$LOOM_BUILD_DIR/t/conformance/conformance
+CONF_LIMIT=${CONF_LIMIT:-600}
+
+conf_expect() {
+	local desc=$1 tr=$2 sargs=$3 nranks=$4 nnodes=$5
+	shift 5
+	CONF_ARGS="$*" CONF_TR=$tr CONF_SARGS=$sargs CONF_N=$nranks CONF_NODES=$nnodes
+	export CONF_ARGS CONF_TR CONF_SARGS CONF_N CONF_NODES
+	test_expect_success "conformance $desc" '
+		LOOM_TRANSPORT=$CONF_TR LOOM_TIMEOUT=120 LOOM_DEBUG=info \
+			timeout $CONF_LIMIT srun --mpi=pmix $CONF_SARGS "$CONF" $CONF_ARGS \
+			>"$TEST_TMP/c.out" 2>"$TEST_TMP/c.err"; rc=$?
+		grep -v "^ok" "$TEST_TMP/c.out"; grep -v "^loom: info" "$TEST_TMP/c.err" | head -40
+		test $rc = 0 || { echo "srun exit $rc"; exit 1; }
+		! grep -q "^not ok" "$TEST_TMP/c.out" || exit 1
+		test $(grep -c "^1\.\." "$TEST_TMP/c.out") = 1 || { echo "TAP from more than rank 0"; exit 1; }
+		n=$(grep -c "^ok" "$TEST_TMP/c.out") && test "$n" -gt 100 &&
+		grep -qx "# conformance backend=native ranks=$CONF_N: $n/$n passed" "$TEST_TMP/c.out" || exit 1
+		grep -q "world of $CONF_N ranks on $CONF_NODES node(s), bootstrap pmix, transport $CONF_TR" "$TEST_TMP/c.err" || {
+			echo "no libloom info line for $CONF_N ranks, $CONF_NODES nodes, transport $CONF_TR:"
+			grep "world of" "$TEST_TMP/c.err"; exit 1; }
+	'
+}

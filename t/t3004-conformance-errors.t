@@ -1,0 +1,57 @@
+#!/bin/sh
+# The conformance suite's error cases on the live cluster: a rank that
+# skips a collective (LOOM_ERR_TIMEOUT for the others after LOOM_TIMEOUT),
+# a rank that dies mid-operation (LOOM_ERR_PEER_LOST for the others, in
+# bounded time), ranks that disagree with LOOM_CHECK=1 (LOOM_ERR_MISMATCH
+# on every rank). Each rank prints its own verdict line on stderr.
+. "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+test_need_cluster
+CONF=$LOOM_BUILD_DIR/t/conformance/conformance
+
+# verdicts CASE N: N lines "conformance: rank R: CASE: ok", one per rank
+verdicts() {
+	local c=$1 want=$2 got
+	got=$(grep -c "^conformance: rank [0-9]*: $c: ok" "$TEST_TMP/e.err")
+	grep "^conformance: rank" "$TEST_TMP/e.err"
+	test "$got" = "$want" || { echo "$got of $want ranks report $c ok"; return 1; }
+	! grep -q "^conformance: rank [0-9]*: $c: FAIL" "$TEST_TMP/e.err"
+}
+
+for spec in "tcp -N2 -n4 4" "shm -N1 -n2 2" "auto -N2 -n2 2"; do
+	set -- $spec
+	tr=$1 sargs="$2 $3" n=$4
+	test_expect_success "timeout ($sargs, LOOM_TRANSPORT=$tr): the last rank skips an allreduce, the others get LOOM_ERR_TIMEOUT after LOOM_TIMEOUT=2 and the log names it" '
+		t0=$(date +%s)
+		LOOM_TRANSPORT='$tr' LOOM_TIMEOUT=2 timeout 60 srun --mpi=pmix '"$sargs"' "$CONF" --case timeout \
+			>"$TEST_TMP/e.out" 2>"$TEST_TMP/e.err"; rc=$?
+		cat "$TEST_TMP/e.out"; grep -v "^conformance" "$TEST_TMP/e.err" | head -20
+		test $rc = 0 && verdicts timeout '$n' &&
+		grep -q "^ok 2 - rank '$((n - 1))' skips an allreduce" "$TEST_TMP/e.out" &&
+		grep -E "allreduce" "$TEST_TMP/e.err" | grep -E "never arrived|'$((n - 1))'" &&
+		test $(( $(date +%s) - t0 )) -lt 45
+	'
+done
+
+for spec in "exit tcp -N2 -n4 4" "signal auto -N2 -n4 4" "signal shm -N1 -n2 2" "exit shm -N1 -n2 2"; do
+	set -- $spec
+	how=$1 tr=$2 sargs="$3 $4" n=$5
+	test_expect_success "peer-lost ($sargs, LOOM_TRANSPORT=$tr, --kill $how): the others get LOOM_ERR_PEER_LOST within 15 s" '
+		LOOM_TRANSPORT='$tr' LOOM_TIMEOUT=60 timeout 90 srun --mpi=pmix '"$sargs"' "$CONF" --case peer-lost --kill '$how' \
+			>"$TEST_TMP/e.out" 2>"$TEST_TMP/e.err"; rc=$?
+		cat "$TEST_TMP/e.out"; grep -v "^conformance" "$TEST_TMP/e.err" | head -20
+		test $rc != 124 || { echo "timed out: a survivor hung"; exit 1; }
+		verdicts peer-lost '$((n - 1))' &&
+		grep -q "^conformance: rank '$((n - 1))': peer-lost: dying now" "$TEST_TMP/e.err" &&
+		grep -q "^ok 2 - rank '$((n - 1))' dies" "$TEST_TMP/e.out"
+	'
+done
+
+for what in count coll dtype op root; do
+	test_expect_success "mismatch ($what, -N2 -n4, LOOM_CHECK=1): every rank gets LOOM_ERR_MISMATCH" '
+		LOOM_CHECK=1 LOOM_TIMEOUT=30 timeout 60 srun --mpi=pmix -N2 -n4 "$CONF" --case mismatch --mismatch '$what' \
+			>"$TEST_TMP/e.out" 2>"$TEST_TMP/e.err"; rc=$?
+		cat "$TEST_TMP/e.out"; grep -v "^conformance" "$TEST_TMP/e.err" | head -20
+		test $rc = 0 && verdicts mismatch 4 && grep -q "^ok 2 - rank 1 differs" "$TEST_TMP/e.out"
+	'
+done
+test_done
