@@ -310,6 +310,110 @@ float loom_dp_bf16_round(float x);
 int loom_dp_free(loom_dp_t *dp);
 /* ---- end Data-parallel gradient helper ------------------------------ */
 
+/* ---- Checkpoint/restart (runtime/ckpt.c) --------------------------- */
+/* ---------------------------------------------------------------------
+ * Coordinated checkpoint/restart (format: docs/checkpoint-format.md)
+ *
+ *   loom_ckpt_open(world, NULL, &ck);          dir from LOOM_CKPT_DIR
+ *   loom_ckpt_tensor(ck, "w", LOOM_FLOAT32, 2, shape, off, ext, w_local);
+ *   if (loom_ckpt_restore(ck, &s) == LOOM_SUCCESS) first = s + 1;
+ *   for (step = first; ...; step++) {
+ *     train...;
+ *     loom_ckpt_should_stop(ck, step, &stop);   same answer on every rank
+ *     if (stop || step % 100 == 0) loom_ckpt_save(ck, step);
+ *     if (stop) break;                           exit, get requeued
+ *   }
+ *   loom_ckpt_close(ck);
+ *
+ * Calls taking ck are collective over its communicator (all ranks, same
+ * order) except loom_ckpt_tensor, loom_ckpt_set_keep, loom_ckpt_set_mode,
+ * loom_ckpt_stats and loom_ckpt_dir. Every rank gets the same status.
+ *
+ * Tensors are row-major; a rank registers its shard(s) of a tensor as
+ * hyper-rectangles (offset and extent per dimension within global_shape)
+ * stored densely row-major at data. Several calls with one name add
+ * blocks (block-cyclic layouts); offset/extent/data NULL declares the
+ * tensor with no block on this rank. Every rank must declare the same
+ * tensors (name, dtype, shape) in the same order; blocks of different
+ * ranks should not overlap (bytes no rank holds are saved as zeros).
+ * Names: 1..200 printable ASCII characters, no spaces. At most 8 dims.
+ *
+ * Saving: two-phase I/O (LOOM_CKPT_MODE=two-phase, the default): the
+ * byte range of the tensor files is cut into one contiguous domain per
+ * aggregator (one rank per node, or LOOM_CKPT_AGGREGATORS=N); ranks send
+ * their pieces to the owning aggregator, which issues large sequential
+ * writes. LOOM_CKPT_MODE=independent: each rank writes its own pieces.
+ * A checkpoint becomes visible only when complete (atomic rename), the
+ * last K are kept (LOOM_CKPT_KEEP, default 2).
+ *
+ * Loading works for any rank count and shard layout (resharding);
+ * buffers are filled through the same aggregators, and the data is
+ * checked against the manifest's checksums.
+ *
+ * Stop signal: while a checkpoint handle is open, SIGTERM and the signal
+ * named by LOOM_CKPT_SIGNAL ("USR1", "SIGUSR1", "10"; a "@seconds" suffix
+ * is ignored) only set a flag, and a handler the program installed
+ * itself still runs (it is chained); a signal the program ignores stays
+ * ignored. The old dispositions come back at the last loom_ckpt_close.
+ * ------------------------------------------------------------------- */
+typedef struct loom_ckpt loom_ckpt_t;
+
+typedef enum {
+	LOOM_CKPT_TWO_PHASE = 0,
+	LOOM_CKPT_INDEPENDENT = 1
+} loom_ckpt_mode_t;
+
+/* Collective. dir NULL: $LOOM_CKPT_DIR. The directory must exist and be
+ * writable (else LOOM_ERR_IO, or LOOM_ERR_INVALID when no directory is
+ * given at all, with a log line naming it). */
+int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **ck);
+/* Keep the newest keep >= 1 committed checkpoints. */
+int loom_ckpt_set_keep(loom_ckpt_t *ck, int keep);
+int loom_ckpt_set_mode(loom_ckpt_t *ck, loom_ckpt_mode_t mode);
+/* Register a block of a tensor (see above); data must stay valid while
+ * ck is open. Sizes are in elements. */
+int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int ndim,
+		     const size_t *global_shape, const size_t *offset, const size_t *extent,
+		     void *data);
+/* *stop = 1 on every rank when any rank has received a stop signal by
+ * the time it called this for step; 0 on every rank otherwise. All ranks
+ * must pass the same step (else LOOM_ERR_MISMATCH). One 24-byte
+ * allreduce. Once 1, it stays 1. */
+int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop);
+/* Write and commit checkpoint `step` (>= 0) of every registered tensor. */
+int loom_ckpt_save(loom_ckpt_t *ck, long long step);
+/* Newest committed checkpoint (its manifest present and sound); its data
+ * is checked only by a load. LOOM_ERR_NOT_FOUND when there is none. */
+int loom_ckpt_latest(loom_ckpt_t *ck, long long *step);
+/* Fill the registered blocks from checkpoint `step`. LOOM_ERR_CORRUPT
+ * (with a log line naming the file, expected and found) when its data or
+ * manifest is damaged; the buffers are then undefined. Tensors of the
+ * checkpoint that are not registered are skipped; a registered one it
+ * lacks is LOOM_ERR_NOT_FOUND, a different dtype/shape LOOM_ERR_MISMATCH. */
+int loom_ckpt_load(loom_ckpt_t *ck, long long step);
+/* Load the newest checkpoint that verifies, falling back to older ones
+ * with a warning for each damaged one; *step gets its step.
+ * LOOM_ERR_NOT_FOUND (and *step = -1) when none is usable. */
+int loom_ckpt_restore(loom_ckpt_t *ck, long long *step);
+/* The step a (re)started job resumes after: the newest committed
+ * checkpoint, -1 when there is none (fresh start). When SLURM_RESTART_COUNT
+ * is > 0 (a requeued job) a line says so and what was found. */
+int loom_ckpt_resume_step(loom_ckpt_t *ck, long long *step);
+/* Timing of the last save or load on this rank (seconds). */
+typedef struct {
+	double total_s;      /* the whole call */
+	double data_s;       /* moving and writing/reading the data (incl. fsync) */
+	double commit_s;     /* save: manifest, renames, latest, prune */
+	size_t bytes;        /* bytes of the checkpoint's tensor files */
+	int aggregators;
+	int rounds;          /* exchange rounds (LOOM_CKPT_BUFFER_MB per aggregator) */
+	loom_ckpt_mode_t mode;
+} loom_ckpt_stats_t;
+int loom_ckpt_stats(const loom_ckpt_t *ck, loom_ckpt_stats_t *stats);
+const char *loom_ckpt_dir(const loom_ckpt_t *ck);
+int loom_ckpt_close(loom_ckpt_t *ck);
+/* ---- end Checkpoint/restart ----------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,7 +27,7 @@ for tr in auto tcp; do
 	"
 done
 test_expect_success 'timeout under PMIx, 2 ranks on 2 nodes' '
-	LOOM_TIMEOUT=2 srun --mpi=pmix -N2 -n2 $COLL skip 0 >$TEST_TMP/o 2>&1;
+	LOOM_TIMEOUT=2 t_srun --mpi=pmix -N2 -n2 $COLL skip 0 >$TEST_TMP/o 2>&1;
 	cat $TEST_TMP/o;
 	grep -q "status -4 " $TEST_TMP/o &&
 	grep -E "timeout: comm world op allreduce seq 2 .*rank 0 never arrived" $TEST_TMP/o

@@ -319,6 +319,37 @@ static void t_sendrecv(size_t n)
 	free(r);
 }
 
+/* inexact floats: every rank must get the bit-identical sum */
+static void t_identical(size_t n, loom_dtype_t dt)
+{
+	size_t es = loom_dtype_size(dt), i;
+	char *b = malloc(n * es + 1);
+	uint64_t h = 1469598103934665603ull, *all = calloc((size_t)N, sizeof *all);
+	int rc, j;
+	for (i = 0; i < n; i++) {
+		double v = sin((double)i * 0.37 + R * 1.7) * 1e3 / (1 + (double)(i % 13));
+		if (dt == LOOM_FLOAT32)
+			((float *)b)[i] = (float)v;
+		else
+			((double *)b)[i] = v;
+	}
+	rc = loom_allreduce(b, b, n, dt, LOOM_SUM, W);
+	for (i = 0; i < n * es; i++)
+		h = (h ^ (unsigned char)b[i]) * 1099511628211ull;
+	if (!rc)
+		rc = loom_allgather(&h, all, 1, LOOM_INT64, W);
+	for (j = 0; j < N && !rc; j++)
+		if (all[j] != h) {
+			fail("allreduce bit-identical on every rank", dt, LOOM_SUM, n, 1,
+			     "rank %g differs (%g)", j, 0);
+			break;
+		}
+	if (rc)
+		fail("allreduce bit-identical on every rank", dt, LOOM_SUM, n, 1, "status %g%g", rc, 0);
+	free(b);
+	free(all);
+}
+
 static int mode_coll(size_t maxcount)
 {
 	size_t sizes[] = { 0, 1, 7, 1000, 70001 }, big = maxcount;
@@ -338,6 +369,9 @@ static int mode_coll(size_t maxcount)
 			}
 		t_sendrecv(n);
 	}
+	t_identical(1000, LOOM_FLOAT32);
+	t_identical(100003, LOOM_FLOAT32);
+	t_identical(50001, LOOM_FLOAT64);
 	/* a few MiB: the pipelined / chunked paths */
 	if (big) {
 		t_allreduce(LOOM_FLOAT32, LOOM_SUM, big, 0);

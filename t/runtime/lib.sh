@@ -1,6 +1,8 @@
 # t/runtime/lib.sh: helpers for the runtime's cluster tests (t/t2*.t).
 #   COLL               the multi-rank test program
 #   free_port          a TCP port nobody listens on
+#   t_srun ARGS...     srun that gives up after LOOM_T2_SRUN_TIMEOUT s (180):
+#                      a cluster that died must fail the test, not hang it
 #   env_srun ARGS -- PROG ARGS...
 #                      srun with the torch variables set by hand (RANK,
 #                      WORLD_SIZE, MASTER_ADDR=first node, MASTER_PORT free),
@@ -9,6 +11,10 @@
 #                      FILE holds PATTERN once for each of N ranks
 COLL=$LOOM_BUILD_DIR/t/runtime/coll-check
 export COLL
+
+t_srun() {
+	timeout -k 10 "${LOOM_T2_SRUN_TIMEOUT:-180}" srun "$@"
+}
 
 free_port() {
 	local p
@@ -28,7 +34,7 @@ env_srun() {
 	shift
 	port=$(free_port) || return 1
 	# shellcheck disable=SC2086
-	MASTER_PORT_T=$port srun $args sh -c 'RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS MASTER_ADDR=n1 MASTER_PORT=$MASTER_PORT_T exec "$@"' sh "$@"
+	MASTER_PORT_T=$port t_srun $args sh -c 'RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS MASTER_ADDR=n1 MASTER_PORT=$MASTER_PORT_T exec "$@"' sh "$@"
 }
 
 all_ranks_passed() {

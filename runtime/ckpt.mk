@@ -1,0 +1,30 @@
+# runtime/ckpt.mk: coordinated checkpoint/restart (loom_ckpt_*), its tests
+# and loom-ckpt-bench. Format: docs/checkpoint-format.md.
+runtime_libloom_la_SOURCES += runtime/ckpt.c runtime/ckpt_format.c runtime/ckpt_layout.c \
+	runtime/ckpt.h
+if HAVE_XXHASH
+runtime_libloom_la_CFLAGS += $(XXHASH_CFLAGS)
+runtime_libloom_la_LIBADD += $(XXHASH_LIBS)
+endif
+EXTRA_DIST += docs/checkpoint-format.md
+
+check_PROGRAMS += runtime/test/ckpt_format runtime/test/ckpt_world
+runtime_test_ckpt_format_SOURCES = runtime/test/ckpt_format.c runtime/ckpt_format.c \
+	runtime/ckpt_layout.c
+# own flags: its objects then differ from the library's libtool ones
+runtime_test_ckpt_format_CFLAGS = $(AM_CFLAGS) -pthread
+runtime_test_ckpt_format_LDADD = runtime/libloom.la
+if HAVE_XXHASH
+runtime_test_ckpt_format_CFLAGS += $(XXHASH_CFLAGS)
+runtime_test_ckpt_format_LDADD += $(XXHASH_LIBS)
+endif
+runtime_test_ckpt_world_SOURCES = runtime/test/ckpt_world.c
+runtime_test_ckpt_world_LDADD = runtime/libloom.la
+TESTS += runtime/test/ckpt_format runtime/test/ckpt_world
+
+# drives the cluster tests t/t4*.t
+check_PROGRAMS += runtime/test/ckpt-drive
+runtime_test_ckpt_drive_SOURCES = runtime/test/ckpt_drive.c
+runtime_test_ckpt_drive_CFLAGS = $(AM_CFLAGS) -pthread
+runtime_test_ckpt_drive_LDADD = runtime/libloom.la
+dist_check_SCRIPTS += t/t4001-ckpt.t

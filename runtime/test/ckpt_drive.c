@@ -1,0 +1,222 @@
+/* ckpt-drive: drives loom_ckpt_* for the cluster tests (t/t4*.t).
+ *
+ *   ckpt-drive save DIR STEP LAYOUT      fill with values of STEP, save
+ *   ckpt-drive restore DIR LAYOUT        restore, check the values, print the step
+ *   ckpt-drive crash DIR STEP LAYOUT     save STEP; rank 1 SIGKILLs itself mid-commit
+ *   ckpt-drive train DIR LAYOUT STEPS    loop: should_stop each step, save on stop
+ *
+ * LAYOUT: rows (one row block per rank) or cyclic (blocks of 3 rows dealt
+ * round-robin, columns split in two). The state: a ROWSxCOLS float32
+ * matrix (CKPT_DRIVE_ROWS, default 61; COLS 40) and an int64 vector of 5. */
+#include "config.h"
+#include "loom.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static size_t ROWS = 61, COLS = 40;
+static int rank, size;
+
+static float val(size_t i, size_t j, long long step)
+{
+	return (float)(step * 1000003 % 7919) + (float)i * 0.5f + (float)j * 0.03125f;
+}
+
+typedef struct {
+	size_t off[2], ext[2];
+	float *buf;
+} blk_t;
+
+static blk_t blks[4096];
+static int nb;
+static int64_t vec[5];
+
+static int reg(loom_ckpt_t *ck, const char *layout)
+{
+	size_t sh[2] = { ROWS, COLS }, vsh[1] = { 5 }, vo[1] = { 0 };
+	nb = 0;
+	if (!strcmp(layout, "rows")) {
+		size_t r0 = ROWS * (size_t)rank / (size_t)size, r1 = ROWS * (size_t)(rank + 1) / (size_t)size;
+		blks[nb++] = (blk_t){ { r0, 0 }, { r1 - r0, COLS }, NULL };
+	} else {
+		int k = 0;
+		for (size_t r0 = 0; r0 < ROWS; r0 += 3)
+			for (int cb = 0; cb < 2; cb++, k++)
+				if (k % size == rank && nb < 4096)
+					blks[nb++] = (blk_t){ { r0, cb ? COLS / 2 : 0 },
+							     { r0 + 3 <= ROWS ? 3 : ROWS - r0, cb ? COLS - COLS / 2 : COLS / 2 },
+							     NULL };
+	}
+	for (int b = 0; b < nb; b++) {
+		blks[b].buf = calloc(blks[b].ext[0] * blks[b].ext[1] + 1, sizeof(float));
+		int rc = loom_ckpt_tensor(ck, "matrix", LOOM_FLOAT32, 2, sh, blks[b].off, blks[b].ext,
+					  blks[b].buf);
+		if (rc)
+			return rc;
+	}
+	if (nb == 0)
+		loom_ckpt_tensor(ck, "matrix", LOOM_FLOAT32, 2, sh, NULL, NULL, NULL);
+	/* the vector lives on rank 0 only */
+	if (rank == 0)
+		return loom_ckpt_tensor(ck, "vec", LOOM_INT64, 1, vsh, vo, vsh, vec);
+	return loom_ckpt_tensor(ck, "vec", LOOM_INT64, 1, vsh, NULL, NULL, NULL);
+}
+
+static void fill(long long step)
+{
+	for (int b = 0; b < nb; b++)
+		for (size_t i = 0; i < blks[b].ext[0]; i++)
+			for (size_t j = 0; j < blks[b].ext[1]; j++)
+				blks[b].buf[i * blks[b].ext[1] + j] = val(blks[b].off[0] + i, blks[b].off[1] + j, step);
+	for (int k = 0; k < 5; k++)
+		vec[k] = step * 10 + k;
+}
+
+static long bad_values(long long step)
+{
+	long bad = 0;
+	for (int b = 0; b < nb; b++)
+		for (size_t i = 0; i < blks[b].ext[0]; i++)
+			for (size_t j = 0; j < blks[b].ext[1]; j++)
+				bad += blks[b].buf[i * blks[b].ext[1] + j] !=
+				       val(blks[b].off[0] + i, blks[b].off[1] + j, step);
+	if (rank == 0)
+		for (int k = 0; k < 5; k++)
+			bad += vec[k] != step * 10 + k;
+	return bad;
+}
+
+static char tmpdir_path[4200];
+
+static void *suicide_thread(void *arg)
+{
+	struct stat st;
+	(void)arg;
+	for (;;) {
+		if (stat(tmpdir_path, &st) == 0) {
+			kill(getpid(), SIGKILL);
+		}
+		usleep(500);
+	}
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	loom_comm_t *w;
+	loom_ckpt_t *ck;
+	int rc;
+	long long step = -1;
+	if (argc < 4) {
+		fprintf(stderr, "usage: ckpt-drive save|restore|crash|train DIR ...\n");
+		return 2;
+	}
+	if (getenv("CKPT_DRIVE_ROWS"))
+		ROWS = (size_t)atol(getenv("CKPT_DRIVE_ROWS"));
+	if ((rc = loom_init(&w))) {
+		fprintf(stderr, "loom_init: %s\n", loom_strerror(rc));
+		return 1;
+	}
+	rank = loom_comm_rank(w);
+	size = loom_comm_size(w);
+	const char *cmd = argv[1], *dir = argv[2];
+	if ((rc = loom_ckpt_open(w, dir, &ck))) {
+		fprintf(stderr, "open: %s\n", loom_strerror(rc));
+		return 1;
+	}
+	if (!strcmp(cmd, "save") || !strcmp(cmd, "crash")) {
+		if (argc < 5)
+			return 2;
+		step = atoll(argv[3]);
+		if ((rc = reg(ck, argv[4])))
+			return 1;
+		fill(step);
+		if (!strcmp(cmd, "crash") && rank == 1) {
+			pthread_t th;
+			const char *job = getenv("SLURM_JOB_ID");
+			snprintf(tmpdir_path, sizeof tmpdir_path, "%s/.tmp-step-%lld-%s", dir, step,
+				 job ? job : "nojob");
+			pthread_create(&th, NULL, suicide_thread, NULL);
+		}
+		rc = loom_ckpt_save(ck, step);
+		if (rank == 0)
+			printf("save step %lld ranks %d: %s\n", step, size, loom_strerror(rc));
+	} else if (!strcmp(cmd, "restore")) {
+		if ((rc = reg(ck, argv[3])))
+			return 1;
+		fill(-12345);
+		rc = loom_ckpt_restore(ck, &step);
+		long bad = rc ? -1 : bad_values(step), all = 0;
+		int64_t b64 = bad, a64 = 0;
+		loom_allreduce(&b64, &a64, 1, LOOM_INT64, LOOM_SUM, w);
+		all = (long)a64;
+		if (rank == 0)
+			printf("restore ranks %d: %s step %lld wrong %ld\n", size, loom_strerror(rc), step, all);
+		if (!rc && all)
+			rc = 1;
+	} else if (!strcmp(cmd, "train")) {
+		long long steps = argc > 4 ? atoll(argv[4]) : 100, first;
+		int stop = 0;
+		double tstop = 0;
+		long nstop = 0;
+		char p[4200];
+		FILE *f;
+		if ((rc = reg(ck, argv[3])))
+			return 1;
+		snprintf(p, sizeof p, "%s/pid.%d", dir, rank);
+		if ((f = fopen(p, "w"))) {
+			fprintf(f, "%ld\n", (long)getpid());
+			fclose(f);
+		}
+		loom_ckpt_resume_step(ck, &first);
+		if (first >= 0) {
+			rc = loom_ckpt_restore(ck, &first);
+			if (rc)
+				return 1;
+		} else {
+			fill(0);
+		}
+		loom_barrier(w);
+		for (step = first + 1; step < steps; step++) {
+			/* "training": the values of this step */
+			fill(step);
+			usleep(100000);
+			double t0 = now_s();
+			if ((rc = loom_ckpt_should_stop(ck, step, &stop)))
+				break;
+			tstop += now_s() - t0;
+			nstop++;
+			if (stop) {
+				printf("rank %d stop at step %lld\n", rank, step);
+				fflush(stdout);
+				rc = loom_ckpt_save(ck, step);
+				break;
+			}
+		}
+		if (rank == 0)
+			printf("should_stop: %.1f us per call over %ld calls, %d ranks\n",
+			       nstop ? 1e6 * tstop / (double)nstop : 0.0, nstop, size);
+	} else {
+		return 2;
+	}
+	fflush(stdout);
+	loom_ckpt_close(ck);
+	for (int b = 0; b < nb; b++)
+		free(blks[b].buf);
+	loom_finalize(w);
+	return rc ? 1 : 0;
+}
