@@ -44,42 +44,66 @@ _cluster_pick_ports() {
 	return 1
 }
 
-CLUSTER_PIDS=""
-CLUSTER_NS=""   # mount namespaces of our slurmds: stepds and tasks live there
+CLUSTER_PIDS=""     # munged, slurmctld, slurmds
+CLUSTER_NS=""       # mount namespaces of our slurmds: stepds and tasks live there
+CLUSTER_HOLDERS=""  # one sleeper per namespace, holding it (and its inode) alive
 
 cluster_log() { echo "# cluster: $*" >&2; }
 
-# Every process in one of our slurmds' mount namespaces: the slurmds, the
-# slurmstepds they forked (which rename themselves and are reparented to
-# init, so neither name nor parent finds them) and the job's tasks.
+# A live process that is not a zombie.
+_cluster_alive() {
+	[ -r "/proc/$1/stat" ] || return 1
+	# the state follows "pid (comm)", and comm may hold spaces
+	case "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" in Z|X|"") return 1 ;; esac
+	return 0
+}
+
+# Every process in one of our slurmds' mount namespaces, but the holders:
+# the slurmds, the slurmstepds they forked (which rename themselves and are
+# reparented to init, so neither name nor parent finds them) and the tasks.
+# Safe only while the holders run: a namespace's inode number is reused
+# as soon as it dies, by whichever test starts a slurmd next.
 _cluster_ns_pids() {
 	local p ns
 	[ -n "$CLUSTER_NS" ] || return 0
 	for p in /proc/[0-9]*; do
 		ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
-		case " $CLUSTER_NS " in *" $ns "*) echo "${p#/proc/}" ;; esac
+		case " $CLUSTER_NS " in *" $ns "*) ;; *) continue ;; esac
+		case " $CLUSTER_HOLDERS " in *" ${p#/proc/} "*) continue ;; esac
+		_cluster_alive "${p#/proc/}" && echo "${p#/proc/}"
 	done
 }
 
+# Ours only if it still names our directory (a pid may have been reused).
+_cluster_ours() {
+	{ tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF "$LOOM_CLUSTER_DIR"
+}
+
 cluster_stop() {
-	local pid alive
+	local pid alive mine=""
 	[ -n "$CLUSTER_PIDS" ] || return 0
-	for pid in $CLUSTER_PIDS; do kill -TERM "$pid" 2>/dev/null; done
+	# once per cluster, also when a subshell stopped it before the EXIT trap
+	[ -e "$LOOM_CLUSTER_DIR/stopped" ] && return 0
+	: >"$LOOM_CLUSTER_DIR/stopped"
+	for pid in $CLUSTER_PIDS; do _cluster_ours "$pid" && mine="$mine $pid"; done
+	for pid in $mine; do kill -TERM "$pid" 2>/dev/null; done
 	for _ in $(seq 1 50); do
 		alive=""
-		for pid in $CLUSTER_PIDS; do
-			kill -0 "$pid" 2>/dev/null && alive="$alive $pid"
-		done
+		for pid in $mine; do _cluster_alive "$pid" && alive="$alive $pid"; done
 		[ -z "$alive" ] && break
 		sleep 0.1
 	done
-	for pid in $CLUSTER_PIDS $(_cluster_ns_pids); do kill -KILL "$pid" 2>/dev/null; done
 	for _ in $(seq 1 50); do
-		[ -z "$(_cluster_ns_pids)" ] && break
+		alive="$(_cluster_ns_pids)"
+		for pid in $mine; do _cluster_alive "$pid" && alive="$alive $pid"; done
+		[ -z "$alive" ] && break
+		for pid in $alive; do kill -KILL "$pid" 2>/dev/null; done
 		sleep 0.1
 	done
+	for pid in $CLUSTER_HOLDERS; do kill -KILL "$pid" 2>/dev/null; done
 	CLUSTER_PIDS=""
 	CLUSTER_NS=""
+	CLUSTER_HOLDERS=""
 }
 
 _cluster_wait_pidfile() {
@@ -194,6 +218,9 @@ CONF
 		pid=$(_cluster_wait_pidfile "$dir/slurmd-$name.pid") || { cluster_log "slurmd $name did not start: $(tail -5 "$dir/log/slurmd-$name.log" 2>/dev/null)"; return 1; }
 		CLUSTER_PIDS="$CLUSTER_PIDS $pid"
 		CLUSTER_NS="$CLUSTER_NS $(readlink /proc/$pid/ns/mnt)"
+		# started from a subshell, so that this shell reports no "Killed" job
+		CLUSTER_HOLDERS="$CLUSTER_HOLDERS $(nsenter --mount="/proc/$pid/ns/mnt" \
+			sleep 2147483647 </dev/null >/dev/null 2>&1 & echo $!)"
 	done
 
 	# ready when every node is idle
