@@ -28,3 +28,8 @@ runtime_test_ckpt_drive_SOURCES = runtime/test/ckpt_drive.c
 runtime_test_ckpt_drive_CFLAGS = $(AM_CFLAGS) -pthread
 runtime_test_ckpt_drive_LDADD = runtime/libloom.la
 dist_check_SCRIPTS += t/t4001-ckpt.t
+
+# the benchmark (installed)
+bin_PROGRAMS += runtime/tools/loom-ckpt-bench
+runtime_tools_loom_ckpt_bench_SOURCES = runtime/tools/ckpt_bench.c
+runtime_tools_loom_ckpt_bench_LDADD = runtime/libloom.la

@@ -73,4 +73,16 @@ test_expect_success 'the restarted job resumes after the stop step (SLURM_RESTAR
 	grep -q "restart 1 of job .*: resuming after step $s" "$TEST_TMP/g2.out" &&
 	grep -q "over 2 calls" "$TEST_TMP/g2.out"
 '
+test_expect_success 'loom-ckpt-bench: two-phase and independent figures next to sequential' '
+	B=$TEST_TMP/bench; mkdir -p "$B"
+	unset CKPT_DRIVE_ROWS LOOM_CKPT_BUFFER_MB
+	srun --mpi=pmix -N2 -n4 "$LOOM_BUILD_DIR/runtime/tools/loom-ckpt-bench" --dir "$B" --size 8M --reps 1 \
+		>"$TEST_TMP/b.out" 2>&1; rc=$?
+	cat "$TEST_TMP/b.out"; test $rc = 0 &&
+	grep -q "4 ranks on 2 nodes" "$TEST_TMP/b.out" &&
+	grep -q "two-phase   save: .* 2 aggregators" "$TEST_TMP/b.out" &&
+	grep -Eq "two-phase checkpoint write: +[0-9.]+ MB/s" "$TEST_TMP/b.out" &&
+	grep -q "signal to durable commit (8.0 MiB): [0-9.]* s" "$TEST_TMP/b.out" &&
+	test $(ls -d "$B"/step-* | wc -l) = 1 && test -f "$(ls -d "$B"/step-*)/MANIFEST"
+'
 test_done
