@@ -14,4 +14,5 @@ dist_check_SCRIPTS += \
 	t/t3002-conformance-n2-one-node.t \
 	t/t3003-conformance-n2-two-nodes.t \
 	t/t3004-conformance-errors.t \
-	t/t3005-bench-cluster.t
+	t/t3005-bench-cluster.t \
+	t/t3006-conformance-mpi-backend.t
