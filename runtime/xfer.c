@@ -205,8 +205,16 @@ int loom_x_wait(struct loom_xctx *x, int handle)
 		uint32_t seen = atomic_load(&bell->seq);
 		int moved = progress(x), i, all = 1, f;
 		double now;
-		if (x->status)
+		if (x->status) {
+			/* a transfer failed: report the communicator's cause (an abort
+			 * that came in just before the aborting rank's exit) if any */
+			f = atomic_load(&c->failed);
+			if (!f && c->parent)
+				f = atomic_load(&c->parent->failed);
+			if (f)
+				x->status = f;
 			return x->status;
+		}
 		if (handle >= 0)
 			all = x->x[handle]->done;
 		else
