@@ -830,6 +830,41 @@ static int grow(char **buf, uint64_t *cap, uint64_t need)
 	return 0;
 }
 
+/* an aggregator's window is hashed and written by a thread while the next
+ * window's pieces are exchanged (two window buffers) */
+typedef struct {
+	const plan_t *p;
+	const int *fds;
+	char *const *fnames;
+	sumst_t *sums;
+	char *buf;
+	uint64_t lo, hi;
+	int skip_io, rc;
+	char why[512];
+} wjob_t;
+
+static void *writer_main(void *arg)
+{
+	wjob_t *j = arg;
+	sums_feed(j->p, j->sums, j->buf, j->lo, j->hi - j->lo);
+	if (!j->skip_io)
+		j->rc = window_io(j->p, j->fds, j->buf, j->lo, j->hi, 1, j->why, sizeof j->why,
+				  j->fnames);
+	return NULL;
+}
+
+static void writer_join(pthread_t *th, int *active, wjob_t *j, int *io_rc, char *why, size_t whylen)
+{
+	if (!*active)
+		return;
+	pthread_join(*th, NULL);
+	*active = 0;
+	if (j->rc && !*io_rc) {
+		*io_rc = j->rc;
+		snprintf(why, whylen, "%s", j->why);
+	}
+}
+
 /* save (writing = 1): ranks -> aggregators -> files; load: the reverse.
  * Aggregators keep chunk sums of what they write or read. io_rc gets the
  * first local I/O failure (the exchange goes on so that no rank hangs). */
@@ -837,10 +872,13 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 		    sumst_t *sums, int writing, int *io_rc, char *why, size_t whylen)
 {
 	int size = ck->size, rc = LOOM_SUCCESS;
-	char *win = NULL, **sbuf = NULL, **rbuf = NULL;
-	uint64_t wincap = 0, *scap = NULL, *rcap = NULL, *slen = NULL, *rlen = NULL;
+	char *win = NULL, *win2 = NULL, **sbuf = NULL, **rbuf = NULL;
+	uint64_t wincap = 0, win2cap = 0, *scap = NULL, *rcap = NULL, *slen = NULL, *rlen = NULL;
 	loom_request_t **reqs = NULL;
-	int nreq;
+	int nreq, wactive = 0;
+	pthread_t wth;
+	wjob_t wjob;
+	memset(&wjob, 0, sizeof wjob);
 	sbuf = calloc((size_t)p->naggr, sizeof *sbuf);
 	scap = calloc((size_t)p->naggr, sizeof *scap);
 	slen = calloc((size_t)p->naggr, sizeof *slen);
@@ -957,18 +995,39 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 				packst_t s = { rbuf[r], 0, mlo, win, ck, 1 };
 				pieces(p, r, mlo, mhi, unpack_fn, &s);
 			}
-			sums_feed(p, sums, win, mlo, mhi - mlo);
-			if (!*io_rc) {
-				int e = window_io(p, fds, win, mlo, mhi, 1, why, whylen, fnames);
-				if (e)
-					*io_rc = e;
+			writer_join(&wth, &wactive, &wjob, io_rc, why, whylen);
+			wjob.p = p;
+			wjob.fds = fds;
+			wjob.fnames = fnames;
+			wjob.sums = sums;
+			wjob.buf = win;
+			wjob.lo = mlo;
+			wjob.hi = mhi;
+			wjob.skip_io = *io_rc != 0;
+			wjob.rc = 0;
+			if (pthread_create(&wth, NULL, writer_main, &wjob) == 0) {
+				char *t = win;
+				uint64_t c = wincap;
+				wactive = 1;
+				win = win2; /* the next round fills the other buffer */
+				wincap = win2cap;
+				win2 = t;
+				win2cap = c;
+			} else {
+				writer_main(&wjob);
+				if (wjob.rc && !*io_rc) {
+					*io_rc = wjob.rc;
+					snprintf(why, whylen, "%s", wjob.why);
+				}
 			}
 		}
 		memset(slen, 0, sizeof *slen * (size_t)p->naggr);
 		memset(rlen, 0, sizeof *rlen * (size_t)size);
 	}
 out:
+	writer_join(&wth, &wactive, &wjob, io_rc, why, whylen);
 	free(win);
+	free(win2);
 	if (sbuf)
 		for (int j = 0; j < p->naggr; j++)
 			free(sbuf[j]);
