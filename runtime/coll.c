@@ -3,6 +3,7 @@
  * communicator (after the non-blocking ones already started), LOOM_CHECK,
  * 16-bit floats reduced in fp32, and AVG. */
 #include "loom_internal.h"
+#include "metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,41 +297,88 @@ const struct loom_backend_ops loom_native_ops = {
 };
 
 /* ---- public blocking API: through the communicator's backend ---- */
+
+/* Count a finished public operation for LOOM_METRICS_FILE. bytes is the
+ * per-rank size nccl-tests reports for the operation. */
+static int metered(loom_comm_t *c, enum loom_metric_op op, size_t bytes, double t0, int rc)
+{
+	if (!c->metrics && !c->internal)
+		c->metrics = loom_metrics_new(c->name, c->rank, c->size);
+	if (rc == LOOM_SUCCESS)
+		loom_metrics_op(c->metrics, op, bytes, loom_now() - t0);
+	else if (rc == LOOM_ERR_TIMEOUT)
+		loom_metrics_timeout(c->metrics);
+	else if (rc == LOOM_ERR_PEER_LOST)
+		loom_metrics_peer_lost(c->metrics);
+	return rc;
+}
+#define BYTES(n, dt) ((n) * loom_dtype_size(dt))
+
 int loom_allreduce(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op, loom_comm_t *c)
 {
-	return c ? c->ops->allreduce(s, r, n, dt, op, c) : LOOM_ERR_INVALID;
+	if (!c)
+		return LOOM_ERR_INVALID;
+	double t0 = loom_now();
+	return metered(c, LOOM_METRIC_ALLREDUCE, BYTES(n, dt), t0, c->ops->allreduce(s, r, n, dt, op, c));
 }
 int loom_broadcast(const void *s, void *r, size_t n, loom_dtype_t dt, int root, loom_comm_t *c)
 {
-	return c ? c->ops->broadcast(s, r, n, dt, root, c) : LOOM_ERR_INVALID;
+	if (!c)
+		return LOOM_ERR_INVALID;
+	double t0 = loom_now();
+	return metered(c, LOOM_METRIC_BROADCAST, BYTES(n, dt), t0, c->ops->broadcast(s, r, n, dt, root, c));
 }
 int loom_reduce(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op, int root,
 		loom_comm_t *c)
 {
-	return c ? c->ops->reduce(s, r, n, dt, op, root, c) : LOOM_ERR_INVALID;
+	if (!c)
+		return LOOM_ERR_INVALID;
+	double t0 = loom_now();
+	return metered(c, LOOM_METRIC_REDUCE, BYTES(n, dt), t0, c->ops->reduce(s, r, n, dt, op, root, c));
 }
 int loom_allgather(const void *s, void *r, size_t n, loom_dtype_t dt, loom_comm_t *c)
 {
-	return c ? c->ops->allgather(s, r, n, dt, c) : LOOM_ERR_INVALID;
+	if (!c)
+		return LOOM_ERR_INVALID;
+	double t0 = loom_now();
+	return metered(c, LOOM_METRIC_ALLGATHER, BYTES(n, dt) * (size_t)c->size, t0,
+		       c->ops->allgather(s, r, n, dt, c));
 }
 int loom_reduce_scatter(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op,
 			loom_comm_t *c)
 {
-	return c ? c->ops->reduce_scatter(s, r, n, dt, op, c) : LOOM_ERR_INVALID;
+	if (!c)
+		return LOOM_ERR_INVALID;
+	double t0 = loom_now();
+	return metered(c, LOOM_METRIC_REDUCE_SCATTER, BYTES(n, dt) * (size_t)c->size, t0,
+		       c->ops->reduce_scatter(s, r, n, dt, op, c));
 }
 int loom_alltoall(const void *s, void *r, size_t n, loom_dtype_t dt, loom_comm_t *c)
 {
-	return c ? c->ops->alltoall(s, r, n, dt, c) : LOOM_ERR_INVALID;
+	if (!c)
+		return LOOM_ERR_INVALID;
+	double t0 = loom_now();
+	return metered(c, LOOM_METRIC_ALLTOALL, BYTES(n, dt) * (size_t)c->size, t0,
+		       c->ops->alltoall(s, r, n, dt, c));
 }
 int loom_barrier(loom_comm_t *c)
 {
-	return c ? c->ops->barrier(c) : LOOM_ERR_INVALID;
+	if (!c)
+		return LOOM_ERR_INVALID;
+	double t0 = loom_now();
+	return metered(c, LOOM_METRIC_BARRIER, 0, t0, c->ops->barrier(c));
 }
 int loom_send(const void *buf, size_t n, loom_dtype_t dt, int peer, loom_comm_t *c)
 {
-	return c ? c->ops->send(buf, n, dt, peer, c) : LOOM_ERR_INVALID;
+	if (!c)
+		return LOOM_ERR_INVALID;
+	double t0 = loom_now();
+	return metered(c, LOOM_METRIC_SEND, BYTES(n, dt), t0, c->ops->send(buf, n, dt, peer, c));
 }
 int loom_recv(void *buf, size_t n, loom_dtype_t dt, int peer, loom_comm_t *c)
 {
-	return c ? c->ops->recv(buf, n, dt, peer, c) : LOOM_ERR_INVALID;
+	if (!c)
+		return LOOM_ERR_INVALID;
+	double t0 = loom_now();
+	return metered(c, LOOM_METRIC_RECV, BYTES(n, dt), t0, c->ops->recv(buf, n, dt, peer, c));
 }

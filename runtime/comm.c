@@ -2,6 +2,7 @@
  * split/dup (collective), free, abort, names, timeouts, and the internal
  * node / leader sub-communicators of hierarchical collectives. */
 #include "loom_internal.h"
+#include "metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,7 @@ void loom_comm_destroy(struct loom_comm *c)
 		}
 	pthread_mutex_unlock(&w->comms_lock);
 	loom_shm_detach(c);
+	loom_metrics_free(c->metrics);
 	if (c->wrank) {
 		pthread_mutex_destroy(&c->exec);
 		pthread_mutex_destroy(&c->p2p_lock);
@@ -195,6 +197,7 @@ int loom_comm_set_name(loom_comm_t *c, const char *name)
 	if (!c || !name)
 		return LOOM_ERR_INVALID;
 	snprintf(c->name, sizeof c->name, "%s", name);
+	loom_metrics_rename(c->metrics, c->name);
 	return LOOM_SUCCESS;
 }
 

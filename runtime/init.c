@@ -205,7 +205,7 @@ int loom_finalize(loom_comm_t *world)
 	if (w->size > 1 && !atomic_load(&world->failed)) {
 		double t = world->timeout;
 		world->timeout = t < 30 ? t : 30;
-		if (loom_barrier(world) != LOOM_SUCCESS)
+		if (world->ops->barrier(world) != LOOM_SUCCESS)
 			LOOM_INFO("finalize: the closing barrier failed; closing anyway");
 		world->timeout = t;
 	}

@@ -173,6 +173,7 @@ struct loom_comm {
 	/* other backends (runtime/backend*.c); NULL on a native communicator */
 	const struct loom_backend_ext *bx;
 	void *impl;
+	struct loom_metrics *metrics;  /* made at the first public operation */
 };
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,

@@ -7,3 +7,7 @@ runtime_test_metrics_CFLAGS = $(AM_CFLAGS)
 TESTS += runtime/test/metrics
 dist_check_SCRIPTS += t/t0004-metrics.t
 EXTRA_DIST += t/lib/promtext.py
+check_PROGRAMS += t/metrics/count_ops
+t_metrics_count_ops_SOURCES = t/metrics/count_ops.c
+t_metrics_count_ops_LDADD = runtime/libloom.la
+dist_check_SCRIPTS += t/t0006-metrics-cluster.t

@@ -1,0 +1,27 @@
+#!/bin/sh
+# A real run on the live cluster: every rank's LOOM_METRICS_FILE parses
+# strictly and counts exactly the operations the program ran.
+. "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+python3 -c 'import sys' 2>/dev/null || skip_all "python3 not installed"
+grep -q '^#define HAVE_PMIX 1' "$LOOM_BUILD_DIR/config.h" || skip_all "libloom built without PMIx"
+test_need_cluster
+prom="python3 $LOOM_SRC_DIR/t/lib/promtext.py"
+prog="$LOOM_BUILD_DIR/t/metrics/count_ops"
+
+test_expect_success '4 ranks on 2 nodes run with LOOM_METRICS_FILE' '
+	LOOM_METRICS_FILE="$TEST_TMP/loom-%j-%r.prom" srun --mpi=pmix -N2 -n4 "$prog" &&
+	ls "$TEST_TMP" &&
+	test $(ls "$TEST_TMP"/loom-*-[0-3].prom | wc -l) -eq 4
+'
+for r in 0 1 2 3; do
+test_expect_success "rank $r: file parses strictly, counters match the program" "
+	f=\$(ls '$TEST_TMP'/loom-*-$r.prom) &&
+	$prom \"\$f\" &&
+	test \"\$($prom \"\$f\" loom_operations_total comm=world op=allreduce rank=$r)\" = 7 &&
+	test \"\$($prom \"\$f\" loom_bytes_total comm=world op=allreduce)\" = 28672 &&
+	test \"\$($prom \"\$f\" loom_operations_total comm=world op=broadcast)\" = 3 &&
+	test \"\$($prom \"\$f\" loom_operations_total comm=world op=barrier)\" = 1 &&
+	test \"\$($prom \"\$f\" loom_timeouts_total comm=world)\" = 0
+"
+done
+test_done
