@@ -1,17 +1,82 @@
-# spank/: the Slurm SPANK plugin loom.so. Never links libloom.
+# spank/: the Slurm SPANK plugin loom.so. Never links libloom (nor
+# libslurm: Slurm's symbols come from srun / slurmstepd that load it).
+SPANK_CORE_SOURCES = \
+	spank/options.c spank/options.h \
+	spank/plugstack_config.c spank/plugstack_config.h \
+	spank/hostlist.c spank/hostlist.h \
+	spank/port.c spank/port.h \
+	spank/launch_env.c spank/launch_env.h \
+	spank/ckpt.c spank/ckpt.h \
+	spank/topology.c spank/topology.h \
+	spank/affinity.c spank/affinity.h
+SPANK_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(HWLOC_CFLAGS)
+SPANK_TEST_LIBS = $(HWLOC_LIBS)
+
 if BUILD_SPANK
 plugindir = $(slurm_plugindir)
 plugin_LTLIBRARIES = spank/loom.la
 spank_loom_la_SOURCES = \
-	spank/loom.c \
-	spank/plugstack_config.c spank/plugstack_config.h
-spank_loom_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+	spank/loom.c spank/loom_spank.h \
+	spank/ctx_local.c spank/ctx_remote.c \
+	$(SPANK_CORE_SOURCES)
+spank_loom_la_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_loom_la_LDFLAGS = -module -avoid-version -shared
+spank_loom_la_LIBADD = $(HWLOC_LIBS)
+
+# unit tests (do not need Slurm running, only its headers; hostlist tests
+# link libslurm, which loom.so itself never does)
+SPANK_UNIT_TESTS = \
+	spank/test/plugstack_config \
+	spank/test/options \
+	spank/test/hostlist \
+	spank/test/port \
+	spank/test/launch_env \
+	spank/test/ckpt \
+	spank/test/affinity \
+	spank/test/fuzz
+check_PROGRAMS += $(SPANK_UNIT_TESTS)
+TESTS += $(SPANK_UNIT_TESTS)
+spank_test_plugstack_config_SOURCES = spank/test/plugstack_config.c spank/plugstack_config.c spank/options.c
+spank_test_plugstack_config_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_options_SOURCES = spank/test/options.c spank/plugstack_config.c spank/options.c
+spank_test_options_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_hostlist_SOURCES = spank/test/hostlist.c spank/hostlist.c
+spank_test_hostlist_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_hostlist_LDADD = -lslurm
+spank_test_port_SOURCES = spank/test/port.c spank/port.c
+spank_test_port_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_launch_env_SOURCES = spank/test/launch_env.c spank/launch_env.c spank/port.c \
+	spank/plugstack_config.c spank/options.c
+spank_test_launch_env_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_ckpt_SOURCES = spank/test/ckpt.c spank/ckpt.c
+spank_test_ckpt_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_affinity_SOURCES = spank/test/affinity.c spank/affinity.c spank/topology.c spank/options.c
+spank_test_affinity_CPPFLAGS = $(SPANK_CPPFLAGS) -DLOOM_FIXTURES='"$(abs_top_srcdir)/t/fixtures"' \
+	-DLOOM_FAKE_NVML_PATH='"$(abs_top_builddir)/spank/test/.libs/libfakenvml.so"'
+spank_test_affinity_LDADD = $(SPANK_TEST_LIBS)
+spank_test_fuzz_SOURCES = spank/test/fuzz.c spank/hostlist.c spank/options.c spank/plugstack_config.c \
+	spank/affinity.c spank/topology.c
+spank_test_fuzz_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_fuzz_LDADD = -lslurm $(SPANK_TEST_LIBS)
+
+# a fake NVML for the planner test: libnvidia-ml is dlopen()ed, never linked
+check_LTLIBRARIES += spank/test/libfakenvml.la
+spank_test_libfakenvml_la_SOURCES = spank/test/fakenvml.c
+spank_test_libfakenvml_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 endif
 
-# unit tests (do not need Slurm running, only its headers)
+EXTRA_DIST += t/fixtures/gen-topology.py t/fixtures/dgx-h100.xml t/fixtures/gpu4-1numa.xml \
+	t/fixtures/nogpu-2numa.xml spank/test/libslurm.supp
+dist_check_SCRIPTS += t/t1001-launch-env.t t/t1002-options.t t/t1003-affinity.t \
+	t/t1004-rendezvous.t t/t1005-fuzz-valgrind.t
+
 if BUILD_SPANK
-check_PROGRAMS += spank/test/plugstack_config
-spank_test_plugstack_config_SOURCES = spank/test/plugstack_config.c spank/plugstack_config.c
-TESTS += spank/test/plugstack_config
+check_PROGRAMS += spank/test/rendezvous
+spank_test_rendezvous_SOURCES = spank/test/rendezvous.c
+
+# the parsers' fuzz test once more under valgrind (cheap: no ASan rebuild)
+check-spank-valgrind: spank/test/fuzz
+	$(LIBTOOL) --mode=execute valgrind -q --error-exitcode=1 --leak-check=full \
+		--errors-for-leak-kinds=definite \
+		--suppressions=$(top_srcdir)/spank/test/libslurm.supp spank/test/fuzz 3000
 endif

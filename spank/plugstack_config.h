@@ -4,10 +4,29 @@
 
 #include <stddef.h>
 
-enum loom_env_mode { LOOM_ENV_TORCH, LOOM_ENV_MPI, LOOM_ENV_NONE };
+#include "options.h"
+
+#define LOOM_NCCL_ENV_MAX 32
+#define LOOM_ENV_NAME_MAX 64
+#define LOOM_ENV_VALUE_MAX 256
+#define LOOM_PORT_BASE_DEFAULT 29500
+#define LOOM_PORT_RANGE_DEFAULT 1000
+
+struct loom_kv {
+	char key[LOOM_ENV_NAME_MAX];
+	char value[LOOM_ENV_VALUE_MAX];
+};
 
 struct loom_config {
-	enum loom_env_mode env_mode;   /* default for --loom-env */
+	enum loom_env_mode env_mode;    /* default for --loom-env (= defaults.env) */
+	struct loom_opts defaults;      /* defaults for every user option */
+	unsigned locked;                /* bit (1u << enum loom_opt_id) */
+	int master_port_base;           /* MASTER_PORT in [base, base + range) */
+	int master_port_range;
+	int n_nccl_env;
+	struct loom_kv nccl_env[LOOM_NCCL_ENV_MAX];
+	char topology_root[1024];       /* "/", a directory (fake sysfs) or an .xml file */
+	char nvml_library[1024];        /* dlopen()ed when present; "none" disables */
 };
 
 /* Fill cfg from plugstack arguments (key=value). On a bad argument returns
@@ -15,8 +34,15 @@ struct loom_config {
 int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 		      char *err, size_t errlen);
 
-/* "torch" -> LOOM_ENV_TORCH, ...; -1 when unknown */
-int loom_env_mode_from_string(const char *s);
-const char *loom_env_mode_name(enum loom_env_mode m);
+static inline int loom_config_locked(const struct loom_config *cfg, enum loom_opt_id id)
+{
+	return (cfg->locked >> id) & 1u;
+}
+
+/* the value of a site nccl_env key, NULL when the site does not set it */
+const char *loom_config_nccl(const struct loom_config *cfg, const char *key);
+
+/* 1 when s is a valid environment variable name */
+int loom_env_name_valid(const char *s, size_t len);
 
 #endif

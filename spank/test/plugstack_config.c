@@ -1,5 +1,6 @@
 /* unit test: plugstack.conf argument parsing */
 #include "config.h"
+#include <stdarg.h>
 #include "../plugstack_config.h"
 #include "../../t/tap.h"
 

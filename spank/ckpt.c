@@ -1,0 +1,67 @@
+/* spank/ckpt.c: validate (and create) the checkpoint directory. */
+#include "config.h"
+#include "ckpt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "options.h"
+
+static int check_dir(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+	if (stat(dir, &st) < 0) {
+		snprintf(err, errlen, "--loom-ckpt=%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--loom-ckpt=%s exists and is not a directory", dir);
+		return -1;
+	}
+	/* AT_EACCESS: the effective ids, which are the job user's in slurmstepd */
+	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0) {
+		snprintf(err, errlen, "--loom-ckpt=%s is not writable by the job's user (uid %u): %s",
+			 dir, (unsigned)geteuid(), strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int loom_ckpt_prepare(const char *dir, int create, char *err, size_t errlen)
+{
+	char path[LOOM_CKPT_PATH_MAX];
+	struct stat st;
+
+	if (!dir || dir[0] != '/' || strlen(dir) >= sizeof path) {
+		snprintf(err, errlen, "--loom-ckpt='%s' is not an absolute path", dir ? dir : "");
+		return -1;
+	}
+	if (stat(dir, &st) == 0)
+		return check_dir(dir, err, errlen);
+	if (errno != ENOENT) {
+		snprintf(err, errlen, "--loom-ckpt=%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!create)
+		return 0;
+	strcpy(path, dir);
+	for (char *p = path + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (path[strlen(path) - 1] != '/' && mkdir(path, 0777) < 0 && errno != EEXIST) {
+				snprintf(err, errlen, "--loom-ckpt=%s: cannot create %s as the job's user (uid %u): %s",
+					 dir, path, (unsigned)geteuid(), strerror(errno));
+				return -1;
+			}
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	return check_dir(dir, err, errlen);
+}

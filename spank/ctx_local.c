@@ -1,0 +1,40 @@
+/* spank/ctx_local.c: srun, sbatch, salloc. Options were parsed by their
+ * callbacks; here the checks that need them all, before anything runs. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "loom_spank.h"
+
+static int get_local(void *ctx, const char *name, char *buf, int len)
+{
+	const char *v = getenv(name);
+	if (!v)
+		return 0;
+	snprintf(buf, (size_t)len, "%s", v);
+	return 1;
+}
+
+int loom_local_post_opt(spank_t sp)
+{
+	char err[1200];
+
+	if (loom_env_options(get_local, NULL) < 0)
+		return -1;
+
+	if ((loom_user_set & (1u << LOOM_OPT_GPUS_PER_TASK)) && (loom_user_set & (1u << LOOM_OPT_AFFINITY)) &&
+	    loom_eff.affinity.mode == LOOM_AFF_MAP) {
+		slurm_error(LOOM_PREFIX "--loom-gpus-per-task and --loom-affinity=map:... both say which GPUs a task gets: give one");
+		return -1;
+	}
+	/* an existing checkpoint directory the user cannot write fails here,
+	 * before the job queues; a missing one is created on the nodes */
+	if (loom_eff.ckpt_dir[0] && loom_ckpt_prepare(loom_eff.ckpt_dir, 0, err, sizeof err) < 0) {
+		slurm_error(LOOM_PREFIX "%s", err);
+		return -1;
+	}
+	return 0;
+}

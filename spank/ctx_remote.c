@@ -1,0 +1,269 @@
+/* spank/ctx_remote.c: slurmstepd. user_init (once per node, as the job's
+ * user) plans the node's tasks; task_init (in each task, just before exec)
+ * writes its environment and binds it. Errors fail the step with one loom:
+ * line; nothing here may crash or block slurmstepd. */
+#include "config.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+
+#include "affinity.h"
+#include "ckpt.h"
+#include "hostlist.h"
+#include "launch_env.h"
+#include "loom_spank.h"
+
+static struct loom_task_plan *plan;     /* one per local task, NULL: no binding */
+static int plan_ntasks;
+static int plan_simulated;              /* topology from a fixture, not this host */
+/* An error found in user_init fails every task in task_init: Slurm 22.05's
+ * srun exits 0 when user_init fails, but not when the tasks fail. */
+static char node_error[1200];
+
+static int regular_step(spank_t sp)
+{
+	uint32_t step = 0;
+	if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+		return 0;
+	return step != SLURM_BATCH_SCRIPT && step != SLURM_EXTERN_CONT &&
+	       step != SLURM_INTERACTIVE_STEP;
+}
+
+static int getenv_sp(spank_t sp, const char *name, char *buf, int len)
+{
+	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS;
+}
+
+/* messages for the user: the task's stderr is the user's by task_init */
+static void user_msg(const char *kind, const char *msg)
+{
+	fprintf(stderr, LOOM_PREFIX "%s%s\n", kind, msg);
+	fflush(stderr);
+}
+
+static int plan_affinity(spank_t sp)
+{
+	char err[512], step_gpus[1024], cuda[1024];
+	uint32_t ntasks = 0;
+	struct loom_topo *topo;
+	struct loom_gpu_grant grant;
+	loom_cpuset_t allowed;
+	int rc = -1;
+
+	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
+		return 0;
+	topo = calloc(1, sizeof *topo);
+	plan = calloc(ntasks, sizeof *plan);
+	if (!topo || !plan) {
+		snprintf(node_error, sizeof node_error, "--loom-affinity: out of memory");
+		goto out;
+	}
+	if (loom_topo_load(topo, loom_cfg.topology_root, loom_cfg.nvml_library, err, sizeof err) < 0) {
+		snprintf(node_error, sizeof node_error, "--loom-affinity: %s", err);
+		goto out;
+	}
+	plan_simulated = strcmp(loom_cfg.topology_root, "/") != 0;
+	if (grant.n = 0, loom_gpu_grant_parse(getenv_sp(sp, "SLURM_STEP_GPUS", step_gpus, sizeof step_gpus) ? step_gpus : NULL,
+				  getenv_sp(sp, "CUDA_VISIBLE_DEVICES", cuda, sizeof cuda) ? cuda : NULL,
+				  topo->ngpu, &grant, err, sizeof err) < 0) {
+		snprintf(node_error, sizeof node_error, "--loom-affinity: %s", err);
+		goto out;
+	}
+	if (plan_simulated) {
+		allowed = topo->cpus;
+	} else {
+		cpu_set_t cs;
+		loom_cpuset_zero(&allowed);
+		if (sched_getaffinity(0, sizeof cs, &cs) == 0) {
+			for (int c = 0; c < CPU_SETSIZE && c < LOOM_MAX_CPUS; c++)
+				if (CPU_ISSET(c, &cs))
+					loom_cpuset_set(&allowed, c);
+		} else {
+			allowed = topo->cpus;
+		}
+	}
+	if (loom_affinity_plan(topo, &grant, &allowed, (int)ntasks, &loom_eff.affinity,
+			       loom_eff.gpus_per_task, plan, err, sizeof err) < 0) {
+		snprintf(node_error, sizeof node_error, "%s", err);
+		goto out;
+	}
+	plan_ntasks = (int)ntasks;
+	rc = 0;
+out:
+	free(topo);
+	if (rc < 0) {
+		free(plan);
+		plan = NULL;
+	}
+	return rc;
+}
+
+static int get_remote(void *ctx, const char *name, char *buf, int len)
+{
+	return getenv_sp((spank_t)ctx, name, buf, len);
+}
+
+int loom_remote_user_init(spank_t sp)
+{
+	char err[1200];
+
+	node_error[0] = '\0';
+	if (loom_env_options(get_remote, sp) < 0)
+		return -1;
+	if (loom_eff.ckpt_dir[0] && loom_ckpt_prepare(loom_eff.ckpt_dir, 1, err, sizeof err) < 0) {
+		snprintf(node_error, sizeof node_error, "%s", err);
+		return 0;
+	}
+	if (loom_eff.affinity.mode != LOOM_AFF_NONE && regular_step(sp))
+		plan_affinity(sp);
+	return 0;
+}
+
+void loom_remote_exit(spank_t sp)
+{
+	free(plan);
+	plan = NULL;
+}
+
+static int ops_get(void *ctx, const char *name, char *buf, size_t len)
+{
+	return getenv_sp((spank_t)ctx, name, buf, (int)len);
+}
+
+static int ops_set(void *ctx, const char *name, const char *value)
+{
+	return spank_setenv((spank_t)ctx, name, value, 1) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+static void ops_warn(void *ctx, const char *msg)
+{
+	user_msg("warning: ", msg);
+}
+
+static int task_info(spank_t sp, struct loom_task_info *ti)
+{
+	char buf[8192];
+	uint32_t local_count = 0;
+	int local_id = 0;
+
+	memset(ti, 0, sizeof *ti);
+	if (spank_get_item(sp, S_JOB_ID, &ti->job_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &ti->step_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_GLOBAL_ID, &ti->rank) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_ID, &local_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ti->world_size) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NODEID, &ti->node_rank) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NNODES, &ti->nnodes) != ESPANK_SUCCESS) {
+		slurm_error(LOOM_PREFIX "cannot read the step's task layout from Slurm");
+		return -1;
+	}
+	ti->local_rank = (uint32_t)local_id;
+	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_count) != ESPANK_SUCCESS ||
+	    local_count == 0) {
+		int n = getenv_sp(sp, "SLURM_STEP_TASKS_PER_NODE", buf, sizeof buf)
+			? loom_tasks_on_node(buf, ti->node_rank) : -1;
+		if (n <= 0) {
+			slurm_error(LOOM_PREFIX "cannot tell how many tasks run on this node");
+			return -1;
+		}
+		local_count = (uint32_t)n;
+	}
+	ti->local_world_size = local_count;
+	if ((getenv_sp(sp, "SLURM_STEP_NODELIST", buf, sizeof buf) ||
+	     getenv_sp(sp, "SLURM_JOB_NODELIST", buf, sizeof buf)) &&
+	    loom_hostlist_first(buf, ti->master_addr, sizeof ti->master_addr) == 0)
+		return 0;
+	slurm_error(LOOM_PREFIX "cannot find the first host of the step's node list (SLURM_STEP_NODELIST)");
+	return -1;
+}
+
+static void print_binding(spank_t sp, const struct loom_task_info *ti,
+			  const struct loom_task_plan *p, int bound)
+{
+	char host[256] = "", cpus[4096], gpus[256] = "";
+	if (!getenv_sp(sp, "SLURMD_NODENAME", host, sizeof host))
+		gethostname(host, sizeof host - 1);
+	loom_cpuset_format(&p->cpus, cpus, sizeof cpus);
+	for (int i = 0; i < p->ngpu; i++)
+		snprintf(gpus + strlen(gpus), sizeof gpus - strlen(gpus), "%s%d", i ? "," : "", p->gpu[i]);
+	fprintf(stderr, LOOM_PREFIX "affinity host=%s rank=%u local_rank=%u gpus=%s cuda_visible_devices=%s cpus=%s%s numa=%s nic=%s\n",
+		host, ti->rank, ti->local_rank, p->ngpu ? gpus : "none",
+		p->cuda_visible[0] ? p->cuda_visible : "-", cpus[0] ? cpus : "-",
+		bound ? "" : " (not bound)", p->numa, p->nic);
+	fflush(stderr);
+}
+
+static int bind_task(const struct loom_task_plan *p)
+{
+	cpu_set_t cur, want;
+	int n = 0;
+	if (sched_getaffinity(0, sizeof cur, &cur) < 0)
+		return 0;
+	CPU_ZERO(&want);
+	for (int c = 0; c < CPU_SETSIZE && c < LOOM_MAX_CPUS; c++)
+		if (loom_cpuset_isset(&p->cpus, c) && CPU_ISSET(c, &cur)) {
+			CPU_SET(c, &want);
+			n++;
+		}
+	if (n == 0)
+		return 0;       /* never bind to nothing: leave Slurm's binding */
+	return sched_setaffinity(0, sizeof want, &want) == 0;
+}
+
+int loom_remote_task_init(spank_t sp)
+{
+	struct loom_task_info ti;
+	struct loom_envlist *env;
+	struct loom_env_ops ops = { sp, ops_get, ops_set, ops_warn };
+	const struct loom_task_plan *p = NULL;
+	int rc = 0, bound = 0;
+	char buf[32];
+
+	if (node_error[0]) {
+		user_msg("", node_error);      /* the task's stderr: the user sees it */
+		return -1;
+	}
+	spank_setenv(sp, "LOOM_PLUGIN_VERSION", PACKAGE_VERSION, 1);
+	spank_setenv(sp, "LOOM_ENV_MODE", loom_env_mode_name(loom_eff.env), 1);
+	if (loom_eff.ckpt_dir[0])
+		spank_setenv(sp, "LOOM_CKPT_DIR", loom_eff.ckpt_dir, 1);
+	if (loom_eff.ckpt_signal) {
+		const char *name = loom_signal_name(loom_eff.ckpt_signal);
+		snprintf(buf, sizeof buf, "%d", loom_eff.ckpt_signal);
+		spank_setenv(sp, "LOOM_CKPT_SIGNAL", name ? name : buf, 1);
+		snprintf(buf, sizeof buf, "%d", loom_eff.ckpt_signal_seconds);
+		spank_setenv(sp, "LOOM_CKPT_SIGNAL_SECONDS", buf, 1);
+	}
+	if (!regular_step(sp))
+		return 0;
+	if (task_info(sp, &ti) < 0)
+		return -1;
+	env = calloc(1, sizeof *env);
+	if (!env) {
+		slurm_error(LOOM_PREFIX "out of memory");
+		return -1;
+	}
+	if (plan && (int)ti.local_rank < plan_ntasks) {
+		p = &plan[ti.local_rank];
+		if (!plan_simulated)
+			bound = bind_task(p);
+		if (p->cuda_visible[0])
+			loom_envlist_add(env, "CUDA_VISIBLE_DEVICES", p->cuda_visible, LOOM_OWNER_FORCE);
+		if (p->nccl_ib_hca[0] && !loom_config_nccl(&loom_cfg, "NCCL_IB_HCA"))
+			loom_envlist_add(env, "NCCL_IB_HCA", p->nccl_ib_hca, LOOM_OPT_AFFINITY);
+	}
+	loom_launch_env(&loom_cfg, loom_eff.env, &ti, bound, env);
+	if (loom_env_apply(&loom_cfg, env, &ops) > 0) {
+		slurm_error(LOOM_PREFIX "could not set the launch environment of task %u", ti.rank);
+		rc = -1;
+	}
+	if (p && loom_eff.affinity.verbose)
+		print_binding(sp, &ti, p, bound);
+	free(env);
+	return rc;
+}

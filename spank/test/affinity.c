@@ -1,0 +1,179 @@
+/* unit test: the affinity planner on the topology fixtures in t/fixtures */
+#include "config.h"
+#include <stdlib.h>
+#include <unistd.h>
+#include "../affinity.h"
+#include "../../t/tap.h"
+
+static struct loom_topo topo;
+static struct loom_task_plan tp[64];
+static char err[512];
+
+static int load(const char *name, const char *nvml)
+{
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s", LOOM_FIXTURES, name);
+	int rc = loom_topo_load(&topo, path, nvml ? nvml : "none", err, sizeof err);
+	if (rc < 0)
+		diag("%s", err);
+	return rc;
+}
+
+static int run(const char *step_gpus, const char *cuda, int ntasks, const char *aff, int gpt)
+{
+	struct loom_gpu_grant g;
+	struct loom_affinity_spec spec;
+	if (loom_gpu_grant_parse(step_gpus, cuda, topo.ngpu, &g, err, sizeof err) < 0)
+		return -2;
+	if (loom_parse_affinity(aff, &spec, "--loom-affinity", err, sizeof err) < 0)
+		return -3;
+	return loom_affinity_plan(&topo, &g, &topo.cpus, ntasks, &spec, gpt, tp, err, sizeof err);
+}
+
+static const char *cpus(int t)
+{
+	static char b[8][4096];
+	loom_cpuset_format(&tp[t].cpus, b[t % 8], sizeof b[0]);
+	return b[t % 8];
+}
+
+static int disjoint(int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (loom_cpuset_intersects(&tp[i].cpus, &tp[j].cpus))
+				return 0;
+	return 1;
+}
+
+int main(void)
+{
+	plan(NO_PLAN);
+	if (load("dgx-h100.xml", NULL) < 0)
+		skip_all("hwloc cannot load the fixtures (built without hwloc?)");
+
+	/* the DGX-H100-like node */
+	is_int(topo.nnuma, 2, "dgx: 2 NUMA nodes");
+	is_int(topo.ngpu, 8, "dgx: 8 GPUs");
+	is_int(topo.nnic, 9, "dgx: 8 HCAs and one Ethernet NIC");
+	is_int(loom_cpuset_count(&topo.cpus), 224, "dgx: 224 PUs");
+	ok(topo.gpu[0].numa == 0 && topo.gpu[3].numa == 0 && topo.gpu[4].numa == 1 && topo.gpu[7].numa == 1,
+	   "dgx: GPUs 0-3 on NUMA 0, 4-7 on NUMA 1");
+
+	is_int(run(NULL, NULL, 8, "closest", 0), 0, "dgx: 8 tasks planned");
+	int on0 = 0, on1 = 0, ok_gpu = 1, ok_nic = 1;
+	for (int t = 0; t < 8; t++) {
+		on0 += strcmp(tp[t].numa, "0") == 0;
+		on1 += strcmp(tp[t].numa, "1") == 0;
+		char want[32];
+		snprintf(want, sizeof want, "%d", t);
+		if (tp[t].ngpu != 1 || strcmp(tp[t].cuda_visible, want))
+			ok_gpu = 0;
+		snprintf(want, sizeof want, "=mlx5_%d", t);
+		if (strcmp(tp[t].nccl_ib_hca, want))
+			ok_nic = 0, diag("task %d hca %s", t, tp[t].nccl_ib_hca);
+	}
+	ok(on0 == 4 && on1 == 4, "dgx: 4 tasks per NUMA node (%d, %d)", on0, on1);
+	ok(ok_gpu, "dgx: task i gets GPU i");
+	ok(ok_nic, "dgx: each task gets the HCA behind its GPU's switch, exact match (=mlx5_i)");
+	ok(disjoint(8), "dgx: CPU sets are disjoint");
+	is_str(cpus(0), "0-13,112-125", "dgx: task 0 gets 14 whole cores (both SMT siblings) of package 0");
+	is_str(cpus(4), "56-69,168-181", "dgx: task 4 starts package 1");
+	is_int(loom_cpuset_count(&tp[7].cpus), 28, "dgx: task 7 has 28 PUs");
+
+	is_int(run(NULL, NULL, 4, "closest", 0), 0, "dgx: 4 tasks");
+	ok(tp[0].ngpu == 2 && !strcmp(tp[0].cuda_visible, "0,1") && !strcmp(tp[3].cuda_visible, "6,7"),
+	   "dgx: 4 tasks get 2 GPUs each (%s, %s)", tp[0].cuda_visible, tp[3].cuda_visible);
+	is_str(tp[0].nccl_ib_hca, "=mlx5_0,mlx5_1", "dgx: both nearest HCAs");
+	ok(disjoint(4), "dgx 4 tasks: disjoint");
+
+	is_int(run(NULL, NULL, 2, "closest", 1), 0, "dgx: gpus-per-task=1 with 2 tasks");
+	ok(tp[0].ngpu == 1 && tp[1].ngpu == 1, "one GPU each");
+	is_int(run(NULL, NULL, 4, "closest", 3), -1, "dgx: 3 GPUs x 4 tasks > 8");
+	like(err, "needs 12 GPUs, the step has 8 here", "message gives the numbers");
+
+	is_int(run(NULL, NULL, 2, "map:7,0+1", 0), 0, "dgx: map");
+	ok(!strcmp(tp[0].cuda_visible, "7") && !strcmp(tp[1].cuda_visible, "0,1"), "map entries per task");
+	is_str(tp[0].numa, "1", "map: task on GPU 7 sits on NUMA 1");
+	is_int(run(NULL, NULL, 1, "map:8", 0), -1, "map names a GPU the step lacks");
+	like(err, "entry 1 names GPU 8, but the step has 8 GPUs on this node (0-7)", "map message");
+
+	/* gres granted only GPUs 2 and 5: unconstrained devices, then cgroup-renumbered */
+	is_int(run("2,5", "2,5", 2, "closest", 0), 0, "gres 2,5: planned");
+	ok(tp[0].gpu[0] == 2 && tp[1].gpu[0] == 5, "gres 2,5: physical GPUs 2 and 5 only");
+	is_str(tp[0].cuda_visible, "2", "gres 2,5 unconstrained: CUDA_VISIBLE_DEVICES=2");
+	is_str(tp[1].cuda_visible, "5", "and 5");
+	is_str(tp[0].numa, "0", "GPU 2 is on NUMA 0");
+	is_str(tp[1].numa, "1", "GPU 5 is on NUMA 1");
+	is_str(tp[0].nccl_ib_hca, "=mlx5_2", "GPU 2's HCA");
+	is_str(tp[1].nccl_ib_hca, "=mlx5_5", "GPU 5's HCA");
+	is_int(run("2,5", "0,1", 2, "closest", 0), 0, "gres 2,5 with ConstrainDevices");
+	ok(!strcmp(tp[0].cuda_visible, "0") && !strcmp(tp[1].cuda_visible, "1") && tp[1].gpu[0] == 5,
+	   "renumbered: 0 and 1 name physical 2 and 5");
+	is_int(run("2,5", "0,1", 1, "map:1", 0), 0, "map among granted");
+	ok(tp[0].gpu[0] == 5 && !strcmp(tp[0].cuda_visible, "1"), "map:1 is the second granted GPU (5)");
+	is_int(run("2,5", NULL, 4, "closest", 0), 0, "4 tasks on 2 granted GPUs");
+	ok(tp[0].gpu[0] == 2 && tp[1].gpu[0] == 2 && tp[2].gpu[0] == 5 && tp[3].gpu[0] == 5,
+	   "neighbours share a GPU");
+	ok(disjoint(4), "and still get disjoint CPUs");
+	is_int(run("2,9", NULL, 1, "closest", 0), -2, "a granted GPU the node lacks");
+	like(err, "granted GPU 9 but this node's topology has 8 GPUs", "message");
+	is_int(run(NULL, "GPU-1234", 1, "closest", 0), -2, "UUIDs without SLURM_STEP_GPUS");
+
+	/* NVML order (fake libnvidia-ml, dlopen()ed) */
+	const char *lib = LOOM_FAKE_NVML_PATH;
+	if (access(lib, R_OK) == 0) {
+		setenv("LOOM_FAKE_NVML_BUSES", "0:dd,0:cf,0:c1,0:9b,0:5f,0:51,0:41,0:19", 1);
+		load("dgx-h100.xml", lib);
+		is_str(topo.gpu_order, "nvml", "fake NVML was used");
+		ok(topo.gpu[0].bus == 0xdd && topo.gpu[0].numa == 1 && topo.gpu[7].bus == 0x19,
+		   "GPU 0 is NVML's index 0 (bus dd, NUMA 1)");
+		run(NULL, NULL, 8, "closest", 0);
+		is_str(tp[0].cuda_visible, "4", "closest: first task on NUMA 0 gets NVML GPU 4 (bus 5f)");
+		is_str(tp[0].nccl_ib_hca, "=mlx5_3", "and the HCA beside bus 5f");
+		setenv("LOOM_FAKE_NVML_BUSES", "0:19", 1);
+		load("dgx-h100.xml", lib);
+		is_str(topo.gpu_order, "pci", "NVML sees another GPU count than hwloc: PCI order kept");
+	} else {
+		skip(5, "fake NVML not built");
+	}
+	load("dgx-h100.xml", "/nonexistent/libnvidia-ml.so.1");
+	is_str(topo.gpu_order, "pci", "no NVML: PCI order");
+
+	/* 4 GPUs, one NUMA node */
+	if (load("gpu4-1numa.xml", NULL) == 0) {
+		is_int(topo.ngpu, 4, "gpu4: 4 GPUs");
+		is_int(run(NULL, NULL, 4, "closest", 0), 0, "gpu4: 4 tasks");
+		ok(disjoint(4), "gpu4: disjoint CPUs on the single NUMA node");
+		is_str(cpus(0), "0-7,32-39", "gpu4: 8 whole cores each");
+		ok(!strcmp(tp[0].nccl_ib_hca, "=mlx5_0") && !strcmp(tp[1].nccl_ib_hca, "=mlx5_0") &&
+		   !strcmp(tp[2].nccl_ib_hca, "=mlx5_1") && !strcmp(tp[3].nccl_ib_hca, "=mlx5_1"),
+		   "gpu4: GPUs 0-1 use mlx5_0, 2-3 mlx5_1");
+		is_int(run(NULL, NULL, 64, "closest", 0), 0, "gpu4: 64 tasks on 64 PUs");
+		ok(disjoint(64), "gpu4: one PU each");
+	}
+
+	/* no GPU */
+	if (load("nogpu-2numa.xml", NULL) == 0) {
+		is_int(topo.ngpu, 0, "nogpu: no GPUs");
+		is_int(run(NULL, NULL, 4, "closest", 0), 0, "nogpu: 4 tasks");
+		ok(!strcmp(tp[0].numa, "0") && !strcmp(tp[1].numa, "0") && !strcmp(tp[2].numa, "1") &&
+		   !strcmp(tp[3].numa, "1"), "nogpu: 2 tasks per NUMA node");
+		ok(tp[0].cuda_visible[0] == '\0' && tp[0].nccl_ib_hca[0] == '\0', "nogpu: no CUDA_VISIBLE_DEVICES, no HCA");
+		is_str(tp[0].nic, "eno1", "nogpu: NUMA 0 task reports eno1");
+		is_str(tp[2].nic, "eno1", "nogpu: NUMA 1 tasks report the only NIC (on NUMA 0)");
+		is_str(cpus(1), "4-7", "nogpu: task 1 gets the second half of NUMA 0");
+		ok(disjoint(4), "nogpu: disjoint");
+		is_int(run(NULL, NULL, 1, "map:0", 0), -1, "nogpu: map with no GPUs fails");
+	}
+
+	/* cpuset list format round trip */
+	loom_cpuset_t s;
+	is_int(loom_cpuset_parse("0-3,8,10-11", &s), 0, "cpu list parses");
+	char b[64];
+	loom_cpuset_format(&s, b, sizeof b);
+	is_str(b, "0-3,8,10-11", "and formats back");
+	is_int(loom_cpuset_parse("3-1", &s), -1, "reversed range rejected");
+	done_testing();
+	return exit_status();
+}

@@ -1,0 +1,70 @@
+/* unit test: --loom-ckpt is created and checked as the job's user */
+#include "config.h"
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "../ckpt.h"
+#include "../../t/tap.h"
+
+int main(void)
+{
+	char base[] = "/tmp/loom-ckpt-test.XXXXXX", p[512], err[1200];
+	struct stat st;
+	plan(NO_PLAN);
+	if (!mkdtemp(base))
+		skip_all("mkdtemp");
+	snprintf(p, sizeof p, "%s/a/b/c", base);
+	is_int(loom_ckpt_prepare(p, 0, err, sizeof err), 0, "missing dir accepted without create");
+	ok(stat(p, &st) < 0, "and not created");
+	is_int(loom_ckpt_prepare(p, 1, err, sizeof err), 0, "missing dir created");
+	ok(stat(p, &st) == 0 && S_ISDIR(st.st_mode), "it is a directory");
+	is_int(loom_ckpt_prepare(p, 1, err, sizeof err), 0, "existing dir fine");
+	snprintf(p, sizeof p, "%s/file", base);
+	FILE *f = fopen(p, "w");
+	if (f)
+		fclose(f);
+	is_int(loom_ckpt_prepare(p, 1, err, sizeof err), -1, "a file is not a directory");
+	like(err, "is not a directory", "message says so");
+	is_int(loom_ckpt_prepare("rel", 1, err, sizeof err), -1, "relative rejected");
+
+	struct passwd *pw = getpwnam("nobody");
+	if (geteuid() != 0 || !pw) {
+		skip(4, "needs root and user nobody");
+	} else {
+		/* as nobody, like slurmstepd's user_init: root's 0755 dir is not
+		 * writable, and nothing may be created under it */
+		chmod(base, 0755);
+		int fd[2];
+		if (pipe(fd) < 0)
+			return 1;
+		pid_t pid = fork();
+		if (pid == 0) {
+			int r1, r2;
+			char e1[1200] = "", e2[1200] = "";
+			close(fd[0]);
+			if (setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+				_exit(3);
+			r1 = loom_ckpt_prepare(base, 1, e1, sizeof e1);
+			snprintf(p, sizeof p, "%s/new", base);
+			r2 = loom_ckpt_prepare(p, 1, e2, sizeof e2);
+			dprintf(fd[1], "%d %d\n%s\n%s\n", r1, r2, e1, e2);
+			_exit(0);
+		}
+		close(fd[1]);
+		char out[4096] = "";
+		ssize_t n = read(fd[0], out, sizeof out - 1);
+		out[n > 0 ? n : 0] = '\0';
+		waitpid(pid, NULL, 0);
+		ok(strncmp(out, "-1 -1", 5) == 0, "nobody cannot use root's directory (%.5s)", out);
+		like(out, "not writable by the job's user", "message for an existing dir");
+		like(out, "cannot create", "message for a missing one");
+		snprintf(p, sizeof p, "%s/new", base);
+		ok(stat(p, &st) < 0, "nothing was created for nobody");
+	}
+	snprintf(p, sizeof p, "rm -rf '%s'", base);
+	if (system(p) != 0)
+		diag("cleanup failed");
+	done_testing();
+	return exit_status();
+}
