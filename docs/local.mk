@@ -1,6 +1,6 @@
 # docs/: the environment contract between plugin and runtime, man pages.
 EXTRA_DIST += docs/environment.md
-dist_man_MANS = docs/man/loom.3 docs/man/loom.8
+dist_man_MANS = docs/man/loom.3 docs/man/loom_dp.3 docs/man/loom_ckpt.3 docs/man/loom.8
 
 # loom_<function>(3) pages: each is a .so link to loom(3)
 LOOM_MAN3_LINKS = loom_init loom_init_backend loom_finalize loom_comm_rank \
@@ -9,10 +9,21 @@ LOOM_MAN3_LINKS = loom_init loom_init_backend loom_finalize loom_comm_rank \
 	loom_allgather loom_reduce_scatter loom_alltoall loom_barrier loom_send \
 	loom_recv loom_iallreduce loom_wait loom_test loom_strerror
 
+LOOM_DP_MAN3_LINKS = loom_dp_create loom_dp_add loom_dp_ready loom_dp_poll \
+	loom_dp_finish loom_dp_stats loom_dp_broadcast_params loom_dp_free
+LOOM_CKPT_MAN3_LINKS = loom_ckpt_open loom_ckpt_tensor loom_ckpt_should_stop \
+	loom_ckpt_save loom_ckpt_restore loom_ckpt_load loom_ckpt_latest \
+	loom_ckpt_resume_step loom_ckpt_close
+
 install-data-hook:
 	$(MKDIR_P) '$(DESTDIR)$(man3dir)'
 	for f in $(LOOM_MAN3_LINKS); do \
 		echo '.so man3/loom.3' >'$(DESTDIR)$(man3dir)'/$$f.3 || exit 1; done
+	for f in $(LOOM_DP_MAN3_LINKS); do \
+		echo '.so man3/loom_dp.3' >'$(DESTDIR)$(man3dir)'/$$f.3 || exit 1; done
+	for f in $(LOOM_CKPT_MAN3_LINKS); do \
+		echo '.so man3/loom_ckpt.3' >'$(DESTDIR)$(man3dir)'/$$f.3 || exit 1; done
 
 uninstall-hook:
-	for f in $(LOOM_MAN3_LINKS); do rm -f '$(DESTDIR)$(man3dir)'/$$f.3; done
+	for f in $(LOOM_MAN3_LINKS) $(LOOM_DP_MAN3_LINKS) $(LOOM_CKPT_MAN3_LINKS); do \
+		rm -f '$(DESTDIR)$(man3dir)'/$$f.3; done

@@ -9,10 +9,14 @@ for page in "$LOOM_SRC_DIR"/docs/man/*.[0-9]; do
 		groff -ww -man -z '$page' >'$TEST_TMP/w' 2>&1 && cat '$TEST_TMP/w' && test ! -s '$TEST_TMP/w'
 	"
 done
-test_expect_success 'loom(3) names the functions of loom.h it documents' '
-	for f in loom_init loom_allreduce loom_comm_split loom_mesh loom_wait loom_strerror; do
-		grep -q "$f" "$LOOM_SRC_DIR/docs/man/loom.3" || { echo "missing $f"; exit 1; }
-		grep -q "$f(" "$LOOM_SRC_DIR/runtime/loom.h" || { echo "$f not in loom.h"; exit 1; }
-	done
+test_expect_success 'every function loom.h declares is in a man page' '
+	fns=$(grep -oE "^[a-z][a-z_ ]*\**loom_[a-z0-9_]+\(" "$LOOM_SRC_DIR/runtime/loom.h" |
+		grep -oE "loom_[a-z0-9_]+" | sort -u) &&
+	test $(echo $fns | wc -w) -gt 40 &&
+	missing="" &&
+	for f in $fns; do
+		grep -q "$f" "$LOOM_SRC_DIR"/docs/man/*.3 || missing="$missing $f"
+	done &&
+	{ test -z "$missing" || { echo "undocumented:$missing"; false; }; }
 '
 test_done
