@@ -80,3 +80,4 @@ check-spank-valgrind: spank/test/fuzz
 		--errors-for-leak-kinds=definite \
 		--suppressions=$(top_srcdir)/spank/test/libslurm.supp spank/test/fuzz 3000
 endif
+EXTRA_DIST += spank/LAUNCH-OVERHEAD.md spank/measure-overhead.sh
