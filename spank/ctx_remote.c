@@ -182,8 +182,10 @@ static int task_info(spank_t sp, struct loom_task_info *ti)
 	return -1;
 }
 
-static void print_binding(spank_t sp, const struct loom_task_info *ti,
-			  const struct loom_task_plan *p, int bound)
+/* The binding of one task: always into slurmd's log (slurm_info), for the
+ * admin; also to the user's stderr with --loom-affinity=...,verbose. */
+static void report_binding(spank_t sp, const struct loom_task_info *ti,
+			   const struct loom_task_plan *p, int bound, int to_user)
 {
 	char host[256] = "", cpus[4096], gpus[256] = "";
 	if (!getenv_sp(sp, "SLURMD_NODENAME", host, sizeof host))
@@ -191,11 +193,17 @@ static void print_binding(spank_t sp, const struct loom_task_info *ti,
 	loom_cpuset_format(&p->cpus, cpus, sizeof cpus);
 	for (int i = 0; i < p->ngpu; i++)
 		snprintf(gpus + strlen(gpus), sizeof gpus - strlen(gpus), "%s%d", i ? "," : "", p->gpu[i]);
-	fprintf(stderr, LOOM_PREFIX "affinity host=%s rank=%u local_rank=%u gpus=%s cuda_visible_devices=%s cpus=%s%s numa=%s nic=%s\n",
-		host, ti->rank, ti->local_rank, p->ngpu ? gpus : "none",
-		p->cuda_visible[0] ? p->cuda_visible : "-", cpus[0] ? cpus : "-",
-		bound ? "" : " (not bound)", p->numa, p->nic);
-	fflush(stderr);
+	char line[5120];
+	snprintf(line, sizeof line,
+		 "affinity host=%s rank=%u local_rank=%u gpus=%s cuda_visible_devices=%s cpus=%s%s numa=%s nic=%s",
+		 host, ti->rank, ti->local_rank, p->ngpu ? gpus : "none",
+		 p->cuda_visible[0] ? p->cuda_visible : "-", cpus[0] ? cpus : "-",
+		 bound ? "" : " (not bound)", p->numa, p->nic);
+	slurm_info(LOOM_PREFIX "%s", line);
+	if (to_user) {
+		fprintf(stderr, LOOM_PREFIX "%s\n", line);
+		fflush(stderr);
+	}
 }
 
 static int bind_task(const struct loom_task_plan *p)
@@ -262,8 +270,8 @@ int loom_remote_task_init(spank_t sp)
 		slurm_error(LOOM_PREFIX "could not set the launch environment of task %u", ti.rank);
 		rc = -1;
 	}
-	if (p && loom_eff.affinity.verbose)
-		print_binding(sp, &ti, p, bound);
+	if (p)
+		report_binding(sp, &ti, p, bound, loom_eff.affinity.verbose);
 	free(env);
 	return rc;
 }

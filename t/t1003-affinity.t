@@ -34,6 +34,11 @@ test_expect_success 'closest on this host: the two tasks of a node get disjoint 
 	test $(wc -l <"$TEST_TMP/b") -eq 2 && test $(sort -u "$TEST_TMP/b" | wc -l) -eq 2 &&
 	! grep -q "0-1" "$TEST_TMP/b"
 '
+test_expect_success 'without verbose, each binding is still logged for the admin (slurmd log)' '
+	grep "loom: affinity host=n1 rank=[01] local_rank=[01] " "$LOOM_CLUSTER_DIR/log/slurmd-n1.log" >"$TEST_TMP/lg" ; cat "$TEST_TMP/lg";
+	test $(wc -l <"$TEST_TMP/lg") -ge 2 &&
+	! grep -q "loom: affinity" "$TEST_TMP/b"
+'
 test_expect_success 'affinity=none (the default) leaves the binding alone' '
 	cluster_plugstack "" &&
 	srun -N1 -n2 sh -c "grep Cpus_allowed_list /proc/self/status" >"$TEST_TMP/nb" 2>&1; cat "$TEST_TMP/nb" &&
