@@ -6,6 +6,7 @@
 #include "loom.h"
 #include "loom_internal.h"
 #include "ckpt.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1318,6 +1319,8 @@ out:
 	ck->st.aggregators = p.naggr;
 	ck->st.rounds = p.rounds;
 	ck->st.mode = ck->mode;
+	if (rc == LOOM_SUCCESS)
+		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
 	if (rc && ck->rank == 0 && tmp[0])
 		ckpt_rmtree(tmp); /* never a committed one: tmp is ours */
 	close_fds(fds, ck->nt);

@@ -24,4 +24,16 @@ test_expect_success "rank $r: file parses strictly, counters match the program" 
 	test \"\$($prom \"\$f\" loom_timeouts_total comm=world)\" = 0
 "
 done
+# the checkpoint's own collectives count too, so it runs as a second job
+test_expect_success 'a checkpoint is counted with its size on every rank' '
+	mkdir "$TEST_TMP/ckpt" "$TEST_TMP/c" &&
+	LOOM_CKPT_DIR="$TEST_TMP/ckpt" LOOM_METRICS_FILE="$TEST_TMP/c/loom-%r.prom" \
+		srun --mpi=pmix -N2 -n4 "$prog" &&
+	for r in 0 1 2 3; do
+		$prom "$TEST_TMP/c/loom-$r.prom" &&
+		test "$($prom "$TEST_TMP/c/loom-$r.prom" loom_checkpoints_total comm=world)" = 1 &&
+		test "$($prom "$TEST_TMP/c/loom-$r.prom" loom_checkpoint_last_bytes comm=world)" = 4096 ||
+		exit 1
+	done
+'
 test_done

@@ -2,6 +2,7 @@
  * compare with what LOOM_METRICS_FILE says. */
 #include <loom.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int main(void)
 {
@@ -20,6 +21,22 @@ int main(void)
 		rc = loom_barrier(world);
 	if (rc != LOOM_SUCCESS)
 		fprintf(stderr, "collective: %s\n", loom_strerror(rc));
+	/* with LOOM_CKPT_DIR: one checkpoint of a [size x 256] float tensor,
+	 * one row per rank */
+	if (rc == LOOM_SUCCESS && getenv("LOOM_CKPT_DIR")) {
+		loom_ckpt_t *ck;
+		size_t shape[2] = { (size_t)loom_comm_size(world), 256 };
+		size_t off[2] = { (size_t)loom_comm_rank(world), 0 }, ext[2] = { 1, 256 };
+		rc = loom_ckpt_open(world, NULL, &ck);
+		if (rc == LOOM_SUCCESS) {
+			rc = loom_ckpt_tensor(ck, "w", LOOM_FLOAT32, 2, shape, off, ext, buf);
+			if (rc == LOOM_SUCCESS)
+				rc = loom_ckpt_save(ck, 1);
+			loom_ckpt_close(ck);
+		}
+		if (rc != LOOM_SUCCESS)
+			fprintf(stderr, "checkpoint: %s\n", loom_strerror(rc));
+	}
 	loom_finalize(world);
 	return rc != LOOM_SUCCESS;
 }
