@@ -78,7 +78,6 @@ AC_DEFUN([LOOM_CHECK_XXHASH], [
 AC_DEFUN([LOOM_CHECK_PMIX], [
   LOOM_WITH_PREFIX([pmix], [PMIx for bootstrap under srun --mpi=pmix])
   loom_have_pmix=no
-  PMIX_CFLAGS=""; PMIX_LIBS=""
   AS_IF([test "x$with_pmix" = xno], [loom_summary_pmix="no (--without-pmix)"], [
     AS_IF([test "x$with_pmix" != xcheck -a "x$with_pmix" != xyes],
       [export PKG_CONFIG_PATH="$with_pmix/lib/pkgconfig:$PKG_CONFIG_PATH"])
