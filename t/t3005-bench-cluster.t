@@ -39,6 +39,7 @@ test_expect_success 'loom-bench --check -d float16 --op avg and -d int64 --op pr
 '
 
 mrow="$row +[0-9.]+ +[0-9.]+ +[0-9]+"
+if grep -q '^#define HAVE_MPI 1' "$LOOM_BUILD_DIR/config.h"; then
 test_expect_success 'loom-bench --peer mpi under srun --mpi=pmix (-N2 -n4): libloom and Open MPI share the step, both correct' '
 	timeout 300 srun --mpi=pmix -N2 -n4 "$B" -o allreduce -b 8 -e 1M -f 4 -n 3 -w 1 --check --peer mpi --memcpy \
 		>"$TEST_TMP/p.out" 2>"$TEST_TMP/p.err"; rc=$?
@@ -55,6 +56,9 @@ test_expect_success 'loom-bench --peer mpi for every collective (-N1 -n2)' '
 		grep -q "^# Wrong elements (mpi) : 0 OK" "$TEST_TMP/p.out" || { cat "$TEST_TMP/p.out"; exit 1; }
 	done
 '
+else
+	test_skip 'loom-bench --peer mpi (-N2 -n4, -N1 -n2)' 'built without MPI'
+fi
 test_expect_success 'loom-bench -r names a root outside the world' '
 	test_must_fail_with "^loom-bench: -r .5.: not a rank of the 2-rank world" \
 		timeout 60 srun --mpi=pmix -N1 -n2 "$B" -o broadcast -r 5 -e 1K
