@@ -179,6 +179,9 @@ ReturnToService=2
 PlugStackConfig=$dir/plugstack.conf
 SlurmdParameters=config_overrides
 JobRequeue=1
+# distinct job ids per cluster: MASTER_PORT is derived from job and step
+# id, and concurrent test clusters share this host's ports
+FirstJobId=$(( (ctlport - 20000) * 10 + 1000 ))
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 KillWait=5
