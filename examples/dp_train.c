@@ -18,6 +18,17 @@
  *                            and whose allreduce rounds partial sums too).
  * Every rank must also end with the same parameters as rank 0.
  *
+ * Checkpoint/restart: with LOOM_CKPT_DIR set (srun --loom-ckpt=DIR) or
+ * --ckpt DIR, each rank saves its 1/n slice of every parameter with
+ * loom_ckpt; a stop signal (preemption's SIGTERM,
+ * --loom-ckpt-signal) makes every rank agree on a step, save it and exit 0,
+ * and loom.so requeues the job. A (re)started run resumes after the newest
+ * checkpoint that verifies. The data of step t depends only on t and the
+ * seed, and rank 0's serial replay always starts from the initial
+ * parameters, so a resumed run passes only when its final parameters are
+ * bit-identical to those of an uninterrupted one (its loss curve is
+ * compared from the step it resumed at; --steps may grow on a restart).
+ *
  *   srun --mpi=pmix -N2 -n4 loom-dp-train --ordered
  */
 #include "common.h"
@@ -31,10 +42,13 @@ struct cfg {
 	uint64_t seed;
 	long bucket_kb;
 	int ordered, bf16;
+	const char *ckpt_dir;  /* NULL: LOOM_CKPT_DIR, if set */
+	int ckpt_every, step_ms;
 };
 
 /* parameters (or gradients) of the MLP, one array each, forward order */
 enum { W1, B1, W2, B2, W3, B3, NPARAM };
+static const char *const param_name[NPARAM] = { "w1", "b1", "w2", "b2", "w3", "b3" };
 struct model {
 	float *p[NPARAM];
 	size_t n[NPARAM];
@@ -229,6 +243,11 @@ static void usage(void)
 	       "  --tol X          relative tolerance without --ordered\n"
 	       "                   (default 1e-4, 1e-2 with --bf16)\n"
 	       "  --log-every N    progress line every N steps (default 50; 0: none)\n"
+	       "  --ckpt DIR       checkpoint directory (default: $LOOM_CKPT_DIR, set by\n"
+	       "                   srun --loom-ckpt=DIR; without either: no checkpoints)\n"
+	       "  --ckpt-every N   also checkpoint every N steps (default 0: only on a\n"
+	       "                   stop signal)\n"
+	       "  --step-ms N      sleep N ms per step, to stand in for real compute\n"
 	       "  --help           this text\n\n"
 	       "Prints PASS and exits 0 when the check holds, FAIL and exits 1 otherwise.\n"
 	       "Example: srun --mpi=pmix -N2 -n4 %s --ordered\n",
@@ -244,6 +263,8 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "bucket-kb", required_argument, 0, 'k' }, { "ordered", no_argument, 0, 'o' },
 		{ "bf16", no_argument, 0, 'f' },          { "tol", required_argument, 0, 't' },
 		{ "log-every", required_argument, 0, 'L' }, { "help", no_argument, 0, 'h' },
+		{ "ckpt", required_argument, 0, 'C' },    { "ckpt-every", required_argument, 0, 'E' },
+		{ "step-ms", required_argument, 0, 'M' },
 		{ 0, 0, 0, 0 }
 	};
 	int o;
@@ -271,6 +292,9 @@ static void parse(int argc, char **argv, struct cfg *c)
 		case 'f': c->bf16 = 1; break;
 		case 't': c->tol = ex_parse_double("--tol", optarg, 0, 1); break;
 		case 'L': c->log_every = (int)ex_parse_long("--log-every", optarg, 0, 1000000); break;
+		case 'C': c->ckpt_dir = optarg; break;
+		case 'E': c->ckpt_every = (int)ex_parse_long("--ckpt-every", optarg, 0, 1000000); break;
+		case 'M': c->step_ms = (int)ex_parse_long("--step-ms", optarg, 0, 60000); break;
 		case 'h': if (ex_first_task()) usage(); exit(0);
 		default: ex_getopt_error(lo, argv);
 		}
@@ -302,6 +326,65 @@ static int model_same(const struct model *a, const struct model *b)
 	return 1;
 }
 
+/* FNV-1a over the parameters' bytes: compare runs by one line */
+static uint64_t model_digest(const struct model *m)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < NPARAM; i++) {
+		const unsigned char *b = (const unsigned char *)m->p[i];
+		for (size_t e = 0; e < m->n[i] * sizeof(float); e++)
+			h = (h ^ b[e]) * 1099511628211ull;
+	}
+	return h;
+}
+
+/* rank r's slice of an n-element parameter */
+static void slice(size_t n, int r, int nranks, size_t *lo, size_t *len)
+{
+	*lo = n * (size_t)r / (size_t)nranks;
+	*len = n * (size_t)(r + 1) / (size_t)nranks - *lo;
+}
+
+/* Register the checkpointed state and restore the newest checkpoint that
+ * verifies. Returns the number of steps already done (0: fresh start). */
+static int ckpt_setup(loom_ckpt_t *ck, const struct cfg *c, struct model *P, int rank, int n)
+{
+	long long done = -1;
+	int rc;
+	for (int i = 0; i < NPARAM; i++) {
+		size_t lo, len;
+		slice(P->n[i], rank, n, &lo, &len);
+		ex_check(loom_ckpt_tensor(ck, param_name[i], LOOM_FLOAT32, 1, &P->n[i],
+					  len ? &lo : NULL, len ? &len : NULL,
+					  len ? P->p[i] + lo : NULL), "loom_ckpt_tensor");
+	}
+	rc = loom_ckpt_restore(ck, &done);
+	if (rc == LOOM_ERR_NOT_FOUND)
+		return 0;
+	ex_check(rc, "loom_ckpt_restore");
+	if (done > c->steps) {
+		if (rank == 0)
+			fprintf(stderr, "%s: the checkpoint in %s is of step %lld, beyond --steps %d\n",
+				ex_prog, loom_ckpt_dir(ck), done, c->steps);
+		exit(2);
+	}
+	/* every rank restored its own slices: share them */
+	for (int i = 0; i < NPARAM; i++)
+		for (int r = 0; r < n; r++) {
+			size_t lo, len;
+			slice(P->n[i], r, n, &lo, &len);
+			if (len)
+				ex_check(loom_broadcast(P->p[i] + lo, P->p[i] + lo, len, LOOM_FLOAT32, r,
+							ex_world), "loom_broadcast");
+		}
+	{
+		const char *rs = getenv("SLURM_RESTART_COUNT");
+		ex_say("resuming after step %lld from %s (restart %s)", done, loom_ckpt_dir(ck),
+		       rs && *rs ? rs : "0");
+	}
+	return (int)done;
+}
+
 int main(int argc, char **argv)
 {
 	struct cfg c;
@@ -314,6 +397,8 @@ int main(int argc, char **argv)
 	float *loss_curve, *shard_losses;
 	double t_train, dmax_ranks = 0;
 	unsigned flags;
+	loom_ckpt_t *ck = NULL;
+	int first = 0, stopped = 0, ran;
 
 	ex_prog = "loom-dp-train";
 	parse(argc, argv, &c);
@@ -357,6 +442,12 @@ int main(int argc, char **argv)
 		ex_check(loom_dp_broadcast_params(ra.dp, P.p[i], P.n[i]), "loom_dp_broadcast_params");
 	}
 	model_copy(&P0, &P);
+	if (!c.ckpt_dir)
+		c.ckpt_dir = getenv("LOOM_CKPT_DIR");
+	if (c.ckpt_dir && *c.ckpt_dir) {
+		ex_check(loom_ckpt_open(ex_world, c.ckpt_dir, &ck), "loom_ckpt_open");
+		first = ckpt_setup(ck, &c, &P, rank, n);
+	}
 
 	ex_say("%d ranks, global batch %d (%d per rank), MLP %d-%d-%d-1 (%zu parameters), "
 	       "%d buckets, %s wire, %s reduction",
@@ -367,7 +458,7 @@ int main(int argc, char **argv)
 
 	ex_check(loom_barrier(ex_world), "loom_barrier");
 	t_train = ex_now();
-	for (int t = 0; t < c.steps; t++) {
+	for (int t = first; t < c.steps; t++) {
 		float l = shard_step(&P, &G, &D, shard_row0(&c, &D, t, rank, n), m, c.hidden, &S,
 				     mark_ready, &ra);
 		float sum;
@@ -380,8 +471,31 @@ int main(int argc, char **argv)
 		sgd(&P, &G, (float)c.lr);
 		if (c.log_every && ((t + 1) % c.log_every == 0 || t + 1 == c.steps))
 			ex_say("step %d/%d loss %.6f", t + 1, c.steps, loss_curve[t]);
+		if (ck) {
+			int stop;
+			ex_check(loom_ckpt_should_stop(ck, t + 1, &stop), "loom_ckpt_should_stop");
+			if (stop || (c.ckpt_every && (t + 1) % c.ckpt_every == 0))
+				ex_check(loom_ckpt_save(ck, t + 1), "loom_ckpt_save");
+			if (stop) {
+				ex_say("stop signal: checkpoint of step %d committed in %s; exiting "
+				       "(a requeued job resumes from it)", t + 1, loom_ckpt_dir(ck));
+				stopped = 1;
+				break;
+			}
+		}
+		if (c.step_ms) {
+			struct timespec ts = { c.step_ms / 1000, (long)(c.step_ms % 1000) * 1000000L };
+			nanosleep(&ts, NULL);
+		}
 	}
 	t_train = ex_now() - t_train;
+	if (stopped) {
+		loom_ckpt_close(ck);
+		loom_dp_free(ra.dp);
+		loom_finalize(ex_world);
+		return 0;
+	}
+	ran = c.steps - first > 0 ? c.steps - first : 1;
 
 	/* overlap, averaged over ranks */
 	{
@@ -396,9 +510,9 @@ int main(int argc, char **argv)
 		ex_say("overlap: communication %.3f ms/step, exposed wait %.3f ms/step, "
 		       "%.1f%% of communication hidden behind backward compute "
 		       "(%d buckets, %zu bytes/step/rank, step %.3f ms)",
-		       1e3 * sum[0] / c.steps, 1e3 * sum[1] / c.steps,
+		       1e3 * sum[0] / ran, 1e3 * sum[1] / ran,
 		       sum[0] > 0 ? 100.0 * (1 - sum[1] / sum[0]) : 0.0, st.buckets, st.wire_bytes,
-		       1e3 * sum[2] / c.steps);
+		       1e3 * sum[2] / ran);
 	}
 
 	/* every rank holds rank 0's parameters? */
@@ -444,7 +558,7 @@ int main(int argc, char **argv)
 			ref_curve[t] = lsum / (float)n;
 			sgd(&Q, &acc, (float)c.lr);
 		}
-		for (int t = 0; t < c.steps; t++) {
+		for (int t = first; t < c.steps; t++) {
 			double d = fabs((double)loss_curve[t] - ref_curve[t]) / (1 + fabs(ref_curve[t]));
 			if (memcmp(&loss_curve[t], &ref_curve[t], sizeof(float)))
 				curve_same = 0;
@@ -454,7 +568,11 @@ int main(int argc, char **argv)
 		params_same = model_same(&P, &Q);
 		param_diff = model_diff(&P, &Q);
 		printf("%s: serial run: loss %.6f -> %.6f; distributed: %.6f -> %.6f\n", ex_prog,
-		       ref_curve[0], ref_curve[c.steps - 1], loss_curve[0], loss_curve[c.steps - 1]);
+		       ref_curve[0], ref_curve[c.steps - 1], loss_curve[first < c.steps ? first : c.steps - 1],
+		       loss_curve[c.steps - 1]);
+		printf("%s: final parameters: fnv1a64 %016llx after %d steps%s\n", ex_prog,
+		       (unsigned long long)model_digest(&P), c.steps,
+		       first ? " (resumed run)" : "");
 		printf("%s: max relative difference: loss curve %.3g, final parameters %.3g, "
 		       "between ranks %.3g\n", ex_prog, curve_diff, param_diff, dmax_ranks);
 		if (c.ordered) {
@@ -481,6 +599,8 @@ int main(int argc, char **argv)
 	}
 	ex_check(loom_broadcast(&pass, &pass, 1, LOOM_INT32, 0, ex_world), "loom_broadcast");
 
+	if (ck)
+		ex_check(loom_ckpt_close(ck), "loom_ckpt_close");
 	loom_dp_free(ra.dp);
 	model_free(&P);
 	model_free(&G);

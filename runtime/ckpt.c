@@ -22,7 +22,7 @@
 /* ------------------------------------------------------------------ */
 /* signals                                                             */
 
-static volatile sig_atomic_t ck_flag;
+static volatile sig_atomic_t ck_flag;   /* the stop signal's number, 0: none */
 static pthread_mutex_t ck_sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ck_sig_refs;
 static int ck_sigs[2], ck_nsigs;
@@ -30,7 +30,7 @@ static struct sigaction ck_old[2];
 
 static void ck_handler(int sig, siginfo_t *si, void *uc)
 {
-	ck_flag = 1;
+	ck_flag = sig;
 	for (int i = 0; i < ck_nsigs; i++) {
 		if (ck_sigs[i] != sig)
 			continue;
@@ -66,6 +66,16 @@ static int ck_parse_signal(const char *s)
 		if (!strcmp(p, tab[i].n))
 			return tab[i].v;
 	return -1;
+}
+
+static const char *sig_name(int sig)
+{
+	static char buf[16];
+	const char *n = sigabbrev_np(sig);
+	if (n)
+		return n;
+	snprintf(buf, sizeof buf, "%d", sig);
+	return buf;
 }
 
 static void ck_signals_install(void)
@@ -149,7 +159,7 @@ struct loom_ckpt {
 	int nt, cap;
 	char job[64];
 	loom_ckpt_stats_t st;
-	int stopped;
+	int stopped;       /* the signal number agreed on by should_stop */
 };
 
 static double now_s(void)
@@ -233,6 +243,12 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 		free(ck->dir);
 		free(ck);
 		return rc;
+	}
+	/* a request of an earlier run of this job has been acted on */
+	if (ck->rank == 0) {
+		char p[4200];
+		snprintf(p, sizeof p, "%s/%s", ck->dir, CKPT_REQUEUE_FILE);
+		unlink(p);
 	}
 	ck_signals_install();
 	*out = ck;
@@ -354,7 +370,7 @@ int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop)
 	int rc;
 	if (!ck || !stop)
 		return LOOM_ERR_INVALID;
-	v[0] = ck_flag || ck->stopped;
+	v[0] = ck->stopped ? ck->stopped : ck_flag;
 	v[1] = step;
 	v[2] = -(int64_t)step;
 	rc = loom_allreduce(v, r, 3, LOOM_INT64, LOOM_MAX, ck->comm);
@@ -365,8 +381,12 @@ int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop)
 			 (long long)-r[2], (long long)r[1]);
 		return LOOM_ERR_MISMATCH;
 	}
-	if (r[0])
-		ck->stopped = 1;
+	if (r[0] && !ck->stopped) {
+		ck->stopped = (int)r[0];
+		if (ck->rank == 0)
+			LOOM_INFO("ckpt: stop agreed at step %lld (SIG%s)", step,
+				  sig_name((int)r[0]));
+	}
 	*stop = r[0] ? 1 : 0;
 	return LOOM_SUCCESS;
 }
@@ -1146,6 +1166,25 @@ static int touches(const plan_t *p, int rank, int t, int independent)
 	return 0;
 }
 
+/* Rank 0, after committing a checkpoint that a stop signal asked for:
+ * tell loom.so (which requeues the job when its tasks exit) before any
+ * rank returns from the save. Only under Slurm; nothing else reads it. */
+static void requeue_request(loom_ckpt_t *ck, long long step)
+{
+	const char *restart = getenv("SLURM_RESTART_COUNT");
+	char text[256];
+	if (!getenv("SLURM_JOB_ID"))
+		return;
+	snprintf(text, sizeof text, "job=%s\nrestart=%s\nstep=%lld\nsignal=%s\n", ck->job,
+		 restart && *restart ? restart : "0", step, sig_name(ck->stopped));
+	if (ckpt_write_small(ck->dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS)
+		LOOM_WARN("ckpt: cannot write %s/%s (%s): the job will not be requeued",
+			  ck->dir, CKPT_REQUEUE_FILE, strerror(errno));
+	else
+		LOOM_WARN("ckpt: checkpoint step %lld committed after SIG%s: asking for a requeue "
+			  "of job %s", step, sig_name(ck->stopped), ck->job);
+}
+
 int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 {
 	char tmp[4096] = "", fin[4096], why[512] = "", **fnames = NULL;
@@ -1308,6 +1347,8 @@ int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 		}
 		if (!rc)
 			ckpt_prune(ck->dir, ck->keep, step);
+		if (!rc && ck->stopped)
+			requeue_request(ck, step);
 	}
 	rc = agree(ck, rc);
 	ck->st.commit_s = now_s() - t1;

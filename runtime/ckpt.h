@@ -107,6 +107,11 @@ int ckpt_rmtree(const char *path);
 int ckpt_prune(const char *dir, int keep, long long just_committed);
 /* DIR/latest: "step-<N>\n" replaced atomically; read: -1 when absent */
 int ckpt_write_latest(const char *dir, long long step);
+/* NAME in DIR replaced atomically by TEXT (fsynced) */
+int ckpt_write_small(const char *dir, const char *name, const char *text);
+/* The file a stop-triggered checkpoint leaves for loom.so, which requeues
+ * the job (docs/environment.md, "Requeue after a checkpoint") */
+#define CKPT_REQUEUE_FILE ".loom-requeue"
 long long ckpt_read_latest(const char *dir);
 
 #endif

@@ -477,17 +477,18 @@ int ckpt_prune(const char *dir, int keep, long long just_committed)
 	return LOOM_SUCCESS;
 }
 
-int ckpt_write_latest(const char *dir, long long step)
+/* NAME in DIR holds TEXT, or is unchanged: write aside, fsync, rename */
+int ckpt_write_small(const char *dir, const char *name, const char *text)
 {
-	char tmp[4096], dst[4096], line[64];
-	int fd, n;
-	snprintf(tmp, sizeof tmp, "%s/.latest.tmp-%ld", dir, (long)getpid());
-	snprintf(dst, sizeof dst, "%s/latest", dir);
-	n = snprintf(line, sizeof line, "step-%lld\n", step);
+	char tmp[4096], dst[4096];
+	size_t n = strlen(text);
+	int fd;
+	snprintf(tmp, sizeof tmp, "%s/.%s.tmp-%ld", dir, name, (long)getpid());
+	snprintf(dst, sizeof dst, "%s/%s", dir, name);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return LOOM_ERR_IO;
-	if (write(fd, line, (size_t)n) != n || fsync(fd) != 0) {
+	if (write(fd, text, n) != (ssize_t)n || fsync(fd) != 0) {
 		close(fd);
 		unlink(tmp);
 		return LOOM_ERR_IO;
@@ -498,6 +499,13 @@ int ckpt_write_latest(const char *dir, long long step)
 		return LOOM_ERR_IO;
 	}
 	return ckpt_fsync_path(dir) == 0 ? LOOM_SUCCESS : LOOM_ERR_IO;
+}
+
+int ckpt_write_latest(const char *dir, long long step)
+{
+	char line[64];
+	snprintf(line, sizeof line, "step-%lld\n", step);
+	return ckpt_write_small(dir, "latest", line);
 }
 
 long long ckpt_read_latest(const char *dir)

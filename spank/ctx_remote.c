@@ -14,9 +14,11 @@
 
 #include "affinity.h"
 #include "ckpt.h"
+#include "ckpt_timer.h"
 #include "hostlist.h"
 #include "launch_env.h"
 #include "loom_spank.h"
+#include "requeue.h"
 
 static struct loom_task_plan *plan;     /* one per local task, NULL: no binding */
 static int plan_ntasks;
@@ -124,8 +126,121 @@ int loom_remote_user_init(spank_t sp)
 	return 0;
 }
 
+static int first_node(spank_t sp)
+{
+	uint32_t nodeid = 1;
+	return spank_get_item(sp, S_JOB_NODEID, &nodeid) == ESPANK_SUCCESS && nodeid == 0;
+}
+
+/* slurmstepd, root, once per task after the fork: the time-limit signal
+ * is armed once per step, on its first node */
+int loom_remote_task_post_fork(spank_t sp)
+{
+	uint32_t job = 0, step = 0;
+	char err[256];
+
+	if (!loom_eff.ckpt_signal || !regular_step(sp) || !first_node(sp))
+		return 0;
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+		return 0;
+	if (loom_ckpt_timer_start(job, step, loom_eff.ckpt_signal, loom_eff.ckpt_signal_seconds,
+				  err, sizeof err) < 0)
+		slurm_error(LOOM_PREFIX "%s", err);
+	return 0;
+}
+
+static int requeued;
+
+static void state_name(uint32_t st, char *buf, size_t len)
+{
+	static const char *base[] = { "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED",
+				      "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+				      "DEADLINE", "OUT_OF_MEMORY" };
+	uint32_t b = st & JOB_STATE_BASE;
+	snprintf(buf, len, "%s%s%s", b < sizeof base / sizeof base[0] ? base[b] : "?",
+		 st & (JOB_REQUEUE | JOB_REQUEUE_HOLD) ? "+REQUEUE" : "",
+		 st & JOB_COMPLETING ? "+COMPLETING" : "");
+}
+
+static void job_view(uint32_t job, struct loom_job_view *v)
+{
+	job_info_msg_t *msg = NULL;
+	v->batch = v->running = 0;
+	snprintf(v->state, sizeof v->state, "unknown");
+	if (slurm_load_job(&msg, job, SHOW_ALL) != SLURM_SUCCESS || !msg || msg->record_count < 1) {
+		snprintf(v->state, sizeof v->state, "unknown (%s)", slurm_strerror(slurm_get_errno()));
+		if (msg)
+			slurm_free_job_info_msg(msg);
+		return;
+	}
+	for (uint32_t i = 0; i < msg->record_count; i++) {
+		slurm_job_info_t *j = &msg->job_array[i];
+		uint32_t st = j->job_state;
+		if (j->job_id != job)
+			continue;
+		v->batch = j->batch_flag != 0;
+		v->running = (st & JOB_STATE_BASE) == JOB_RUNNING &&
+			     !(st & (JOB_REQUEUE | JOB_REQUEUE_HOLD | JOB_COMPLETING));
+		state_name(st, v->state, sizeof v->state);
+	}
+	slurm_free_job_info_msg(msg);
+}
+
+/* slurmstepd, root, as each task exits. On the step's first node: if the
+ * tasks committed a checkpoint because a stop signal asked for it, requeue
+ * the job now, before srun hears that its tasks ended (so the batch script
+ * never sees a finished step and ends the job COMPLETED). */
+int loom_remote_task_exit(spank_t sp)
+{
+	char text[512], err[600];
+	struct loom_requeue_req req;
+	struct loom_job_view view;
+	enum loom_requeue_verdict v;
+	uint32_t job = 0, restarts = 0;
+	int r;
+
+	if (requeued || !loom_eff.ckpt_dir[0] || !regular_step(sp) || !first_node(sp))
+		return 0;
+	r = loom_requeue_read(loom_eff.ckpt_dir, text, sizeof text, err, sizeof err);
+	if (r == 0)
+		return 0;
+	if (r < 0 || loom_requeue_parse(text, &req, err, sizeof err) < 0) {
+		slurm_error(LOOM_PREFIX "requeue request %s/%s: %s; not requeueing",
+			    loom_eff.ckpt_dir, LOOM_REQUEUE_FILE, err);
+		requeued = 1;   /* say it once */
+		return 0;
+	}
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		return 0;
+	spank_get_item(sp, S_SLURM_RESTART_COUNT, &restarts);
+	view.job = job;
+	view.restart = (long)restarts;
+	if (req.job != job || req.restart != (long)restarts)
+		return 0;       /* an earlier run's: nothing to do, no call to slurmctld */
+	job_view(job, &view);
+	requeued = 1;
+	v = loom_requeue_decide(&req, &view);
+	if (v != LOOM_REQUEUE_YES) {
+		slurm_info(LOOM_PREFIX "job %u: checkpoint step %lld after SIG%s, not requeued: %s (state %s)",
+			   job, req.step, req.signal, loom_requeue_verdict_str(v), view.state);
+		return 0;
+	}
+	if (slurm_requeue(job, 0) != SLURM_SUCCESS) {
+		slurm_error(LOOM_PREFIX "job %u: checkpoint step %lld committed after SIG%s, but the "
+			    "requeue failed: %s (resubmit it; it resumes from %s)", job, req.step,
+			    req.signal, slurm_strerror(slurm_get_errno()), loom_eff.ckpt_dir);
+		return 0;
+	}
+	slurm_info(LOOM_PREFIX "job %u: checkpoint step %lld committed after SIG%s%s; requeued "
+		   "(restart %u)", job, req.step, req.signal,
+		   loom_ckpt_timer_fired() ? " (time limit)" : "", restarts + 1);
+	return 0;
+}
+
 void loom_remote_exit(spank_t sp)
 {
+	loom_ckpt_timer_stop();
 	free(plan);
 	plan = NULL;
 }

@@ -7,6 +7,7 @@ SPANK_CORE_SOURCES = \
 	spank/port.c spank/port.h \
 	spank/launch_env.c spank/launch_env.h \
 	spank/ckpt.c spank/ckpt.h \
+	spank/requeue.c spank/requeue.h \
 	spank/topology.c spank/topology.h \
 	spank/affinity.c spank/affinity.h
 SPANK_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(HWLOC_CFLAGS)
@@ -17,7 +18,7 @@ plugindir = $(slurm_plugindir)
 plugin_LTLIBRARIES = spank/loom.la
 spank_loom_la_SOURCES = \
 	spank/loom.c spank/loom_spank.h \
-	spank/ctx_local.c spank/ctx_remote.c \
+	spank/ctx_local.c spank/ctx_remote.c spank/ckpt_timer.c spank/ckpt_timer.h \
 	$(SPANK_CORE_SOURCES)
 spank_loom_la_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_loom_la_LDFLAGS = -module -avoid-version -shared

@@ -130,6 +130,16 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	return loom_active && spank_remote(sp) ? loom_remote_task_init(sp) : 0;
 }
 
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	return loom_active && spank_remote(sp) ? loom_remote_task_post_fork(sp) : 0;
+}
+
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+	return loom_active && spank_remote(sp) ? loom_remote_task_exit(sp) : 0;
+}
+
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	if (loom_active && spank_remote(sp))

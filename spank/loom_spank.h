@@ -21,6 +21,8 @@ int loom_local_post_opt(spank_t sp);
 /* slurmstepd (ctx_remote.c) */
 int loom_remote_user_init(spank_t sp);
 int loom_remote_task_init(spank_t sp);
+int loom_remote_task_post_fork(spank_t sp);
+int loom_remote_task_exit(spank_t sp);
 void loom_remote_exit(spank_t sp);
 
 #endif

@@ -157,7 +157,9 @@ SlurmctldHost=localhost
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$dir/munge/munge.socket
+# cred_expire: also how long a requeued job waits before it may start again
+# (Slurm default 120 s); short, so requeue tests do not idle for minutes
+AuthInfo=socket=$dir/munge/munge.socket,cred_expire=20
 CredType=cred/munge
 SlurmctldPort=$ctlport
 SlurmdPort=$((ctlport + 1))

@@ -1,0 +1,167 @@
+/* spank/ckpt_timer.c: the time-limit stop signal (see ckpt_timer.h). */
+#include "config.h"
+#include "ckpt_timer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "loom_spank.h"
+#include "options.h"
+
+/* a year away counts as no limit (Slurm reports INFINITE as far future) */
+#define NO_LIMIT_AFTER (365L * 24 * 3600)
+
+enum loom_timer_action loom_timer_next(time_t now, time_t end, int seconds, int first,
+				       time_t *wait)
+{
+	time_t at;
+	if (end <= 0 || end - now > NO_LIMIT_AFTER) {
+		*wait = LOOM_TIMER_RECHECK;
+		return LOOM_TIMER_WAIT;
+	}
+	at = end - seconds;
+	if (now >= at) {
+		/* Started inside the window: signalling now would checkpoint and
+		 * requeue at every start, forever. */
+		if (first)
+			return LOOM_TIMER_TOO_LATE;
+		return LOOM_TIMER_FIRE;
+	}
+	*wait = at - now < LOOM_TIMER_RECHECK ? at - now : LOOM_TIMER_RECHECK;
+	return LOOM_TIMER_WAIT;
+}
+
+static struct {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int running, stop, fired;
+	uint32_t job, step;
+	int sig, seconds;
+} T = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static const char *signame(int sig, char *buf, size_t len)
+{
+	const char *n = loom_signal_name(sig);
+	if (n)
+		snprintf(buf, len, "SIG%s", n);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+/* sleep up to secs; 1 when asked to stop */
+static int nap(time_t secs)
+{
+	struct timespec ts;
+	int stop;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += secs;
+	pthread_mutex_lock(&T.mu);
+	while (!T.stop && pthread_cond_timedwait(&T.cv, &T.mu, &ts) != ETIMEDOUT)
+		;
+	stop = T.stop;
+	pthread_mutex_unlock(&T.mu);
+	return stop;
+}
+
+static void *timer_main(void *arg)
+{
+	char sn[32];
+	int first = 1;
+	(void)arg;
+	signame(T.sig, sn, sizeof sn);
+	for (;;) {
+		time_t end = 0, wait = 60, now;
+		enum loom_timer_action a;
+		if (slurm_get_end_time(T.job, &end) != SLURM_SUCCESS) {
+			slurm_info(LOOM_PREFIX "job %u: cannot get its end time (%s); asking again in 60 s",
+				   T.job, slurm_strerror(slurm_get_errno()));
+			if (nap(60))
+				break;
+			continue;
+		}
+		now = time(NULL);
+		a = loom_timer_next(now, end, T.seconds, first, &wait);
+		if (a == LOOM_TIMER_TOO_LATE) {
+			slurm_error(LOOM_PREFIX "--loom-ckpt-signal=%s@%d: step %u.%u started %ld s before "
+				    "the job's time limit, inside the signal window: no %s will come "
+				    "(ask for a longer --time or fewer SECONDS)",
+				    sn + (strncmp(sn, "SIG", 3) ? 0 : 3), T.seconds, T.job, T.step,
+				    (long)(end - now), sn);
+			break;
+		}
+		first = 0;
+		if (a == LOOM_TIMER_FIRE) {
+			if (slurm_signal_job_step(T.job, T.step, (uint32_t)T.sig) != SLURM_SUCCESS) {
+				slurm_error(LOOM_PREFIX "step %u.%u: could not send %s before the time limit: %s",
+					    T.job, T.step, sn, slurm_strerror(slurm_get_errno()));
+			} else {
+				slurm_info(LOOM_PREFIX "step %u.%u: sent %s, %d s before the time limit",
+					   T.job, T.step, sn, T.seconds);
+				pthread_mutex_lock(&T.mu);
+				T.fired = 1;
+				pthread_mutex_unlock(&T.mu);
+			}
+			break;
+		}
+		if (nap(wait))
+			break;
+	}
+	return NULL;
+}
+
+int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, char *err,
+			  size_t errlen)
+{
+	pthread_condattr_t ca;
+	int rc;
+	if (T.running)
+		return 0;
+	T.job = job;
+	T.step = step;
+	T.sig = sig;
+	T.seconds = seconds;
+	T.stop = T.fired = 0;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&T.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = pthread_create(&T.th, NULL, timer_main, NULL);
+	if (rc) {
+		snprintf(err, errlen, "cannot start the --loom-ckpt-signal timer: %s", strerror(rc));
+		return -1;
+	}
+	T.running = 1;
+	return 0;
+}
+
+int loom_ckpt_timer_fired(void)
+{
+	int f;
+	pthread_mutex_lock(&T.mu);
+	f = T.fired;
+	pthread_mutex_unlock(&T.mu);
+	return f;
+}
+
+void loom_ckpt_timer_stop(void)
+{
+	if (!T.running)
+		return;
+	pthread_mutex_lock(&T.mu);
+	T.stop = 1;
+	pthread_cond_signal(&T.cv);
+	pthread_mutex_unlock(&T.mu);
+	/* Joined, never left behind: the plugin is unloaded after this. A
+	 * call to slurmctld in flight ends within Slurm's MessageTimeout. */
+	pthread_join(T.th, NULL);
+	pthread_cond_destroy(&T.cv);
+	T.running = 0;
+}

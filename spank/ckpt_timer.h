@@ -1,0 +1,33 @@
+/* spank/ckpt_timer.h: --loom-ckpt-signal=SIG@SECONDS. A thread in the
+ * slurmstepd of the step's first node asks slurmctld for the job's end
+ * time and, SECONDS before it, has Slurm signal every task of the step
+ * (slurm_signal_job_step: the same delivery as sbatch --signal). The end
+ * time is asked again at least every LOOM_TIMER_RECHECK seconds, so a
+ * changed time limit is followed. */
+#ifndef LOOM_SPANK_CKPT_TIMER_H
+#define LOOM_SPANK_CKPT_TIMER_H
+
+#include <stdint.h>
+#include <time.h>
+
+#define LOOM_TIMER_RECHECK 300
+
+enum loom_timer_action {
+	LOOM_TIMER_FIRE,        /* signal now */
+	LOOM_TIMER_WAIT,        /* ask again in *wait seconds */
+	LOOM_TIMER_TOO_LATE,    /* the step started inside the window: never */
+};
+
+/* first: this is the first look at the end time (the step just started).
+ * end 0 or far away: no limit, look again later. */
+enum loom_timer_action loom_timer_next(time_t now, time_t end, int seconds, int first,
+				       time_t *wait);
+
+/* Start/stop the thread (slurmstepd only). start: 0, or -1 with err. */
+int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, char *err,
+			  size_t errlen);
+/* 1 when it has signalled the step */
+int loom_ckpt_timer_fired(void);
+void loom_ckpt_timer_stop(void);
+
+#endif

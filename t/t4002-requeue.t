@@ -1,0 +1,104 @@
+#!/bin/sh
+# Preemption-safe training end to end, through sbatch on the live cluster:
+# examples/dp_train.c (loom-dp-train --ordered, --loom-ckpt) is preempted
+# (partition low, PreemptMode=REQUEUE, GraceTime=5) or reaches its time
+# limit (--loom-ckpt-signal=USR1@50); it checkpoints, loom.so requeues it,
+# the restarted job resumes from the checkpoint and ends with parameters
+# bit-identical to an uninterrupted run's. A job that ends normally, or is
+# cancelled, is not requeued.
+. "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+test_need_cluster
+
+TRAIN="srun --mpi=pmix loom-dp-train --ordered --steps 300 --log-every 50"
+
+# job_field JOB FIELD: a field of `scontrol show job`
+job_field() {
+	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+# wait_state JOB SECONDS STATE...
+wait_state() {
+	local j=$1 n=$2 s; shift 2
+	for i in $(seq "$n"); do
+		s=$(job_field "$j" JobState)
+		for w in "$@"; do [ "$s" = "$w" ] && return 0; done
+		sleep 1
+	done
+	echo "job $j is $s after $n s, not $*"; scontrol show job "$j"; return 1
+}
+# wait_for FILE PATTERN SECONDS
+wait_for() {
+	for i in $(seq $(($3 * 4))); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.25; done
+	echo "$1 lacks /$2/ after $3 s"; cat "$1"; return 1
+}
+# submit NAME SBATCH-ARGS...: a training job whose output and checkpoints
+# are under $TEST_TMP/NAME; prints the job id
+submit() {
+	local name=$1; shift
+	mkdir -p "$TEST_TMP/$name/ck" &&
+	sbatch --parsable -N2 --ntasks-per-node=2 --open-mode=append -o "$TEST_TMP/$name/job.out" \
+		--loom-ckpt="$TEST_TMP/$name/ck" "$@"
+}
+digest() { sed -n 's/.*final parameters: fnv1a64 \([0-9a-f]*\).*/\1/p' "$1" | tail -1; }
+stepd_log() { cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log; }
+
+test_expect_success 'an uninterrupted run with --loom-ckpt completes, Restarts=0, not requeued' '
+	j=$(submit ref -p low --wrap "$TRAIN --ckpt-every 100") && echo "job $j" &&
+	wait_state "$j" 120 COMPLETED && cat "$TEST_TMP/ref/job.out" &&
+	test "$(job_field "$j" Restarts)" = 0 &&
+	grep -q "PASS: loss curve and final parameters bit-identical" "$TEST_TMP/ref/job.out" &&
+	test -n "$(digest "$TEST_TMP/ref/job.out")" &&
+	test -d "$TEST_TMP/ref/ck/step-200" && test ! -e "$TEST_TMP/ref/ck/.loom-requeue" &&
+	! grep -q "resuming after" "$TEST_TMP/ref/job.out"
+'
+
+test_expect_success 'preemption: SIGTERM, every rank saves the same step, loom.so requeues the job' '
+	P=$TEST_TMP/pre &&
+	j=$(submit pre -p low --wrap "$TRAIN --step-ms 30") && echo "$j" >"$TEST_TMP/pre.id" &&
+	wait_for "$P/job.out" "step 50/300" 60 &&
+	h=$(sbatch --parsable -p high -N2 -n4 -o /dev/null --wrap "sleep 1") && echo "high job $h" &&
+	for i in $(seq 60); do test "$(job_field "$j" Restarts)" = 1 && break; sleep 1; done &&
+	cat "$P/job.out" && test "$(job_field "$j" Restarts)" = 1 &&
+	s=$(sed -n "s/.*checkpoint step \([0-9]*\) committed after SIGTERM: asking for a requeue.*/\1/p" "$P/job.out") &&
+	test -n "$s" && echo "$s" >"$TEST_TMP/pre.step" &&
+	grep -q "stop signal: checkpoint of step $s committed" "$P/job.out" &&
+	test -f "$P/ck/step-$s/MANIFEST" &&
+	stepd_log | grep "loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1)"
+'
+
+test_expect_success 'the requeued job resumes after that step and ends bit-identical to the uninterrupted run' '
+	j=$(cat "$TEST_TMP/pre.id") && s=$(cat "$TEST_TMP/pre.step") &&
+	wait_state "$j" 180 COMPLETED && cat "$TEST_TMP/pre/job.out" &&
+	test "$(job_field "$j" Restarts)" = 1 &&
+	grep -q "resuming after step $s from $TEST_TMP/pre/ck (restart 1)" "$TEST_TMP/pre/job.out" &&
+	grep -q "PASS: loss curve and final parameters bit-identical" "$TEST_TMP/pre/job.out" &&
+	test "$(digest "$TEST_TMP/pre/job.out")" = "$(digest "$TEST_TMP/ref/job.out")"
+'
+
+test_expect_success 'time limit: --time=1 --loom-ckpt-signal=USR1@50 checkpoints, requeues and finishes the same' '
+	T=$TEST_TMP/tl &&
+	j=$(submit tl -p debug --time=1 --loom-ckpt-signal=USR1@50 --wrap "$TRAIN --step-ms 60") &&
+	echo "job $j" && wait_state "$j" 300 COMPLETED && cat "$T/job.out" &&
+	test "$(job_field "$j" Restarts)" -ge 1 &&
+	grep -q "checkpoint step [0-9]* committed after SIGUSR1: asking for a requeue" "$T/job.out" &&
+	grep -q "resuming after step [0-9]* from $T/ck (restart 1)" "$T/job.out" &&
+	stepd_log | grep -q "loom: step $j.0: sent SIGUSR1, 50 s before the time limit" &&
+	stepd_log | grep -q "loom: job $j: checkpoint step [0-9]* committed after SIGUSR1 (time limit); requeued" &&
+	test "$(digest "$T/job.out")" = "$(digest "$TEST_TMP/ref/job.out")"
+'
+
+test_expect_success 'scancel: the job checkpoints on SIGTERM but stays CANCELLED (Restarts=0)' '
+	C=$TEST_TMP/cancel &&
+	j=$(submit cancel -p low --wrap "$TRAIN --step-ms 30") &&
+	wait_for "$C/job.out" "step 50/300" 60 && scancel "$j" &&
+	wait_state "$j" 60 CANCELLED && sleep 3 && cat "$C/job.out" &&
+	test "$(job_field "$j" JobState)" = CANCELLED && test "$(job_field "$j" Restarts)" = 0 &&
+	stepd_log | grep "loom: job $j: .*not requeued: the job is no longer running"
+'
+
+test_expect_success 'a step that starts inside the signal window gets no signal, and the job log says why' '
+	W=$TEST_TMP/window && mkdir -p "$W" &&
+	sbatch --wait -N1 -n1 --time=1 --loom-ckpt-signal=USR1@90 -o "$W/job.out" \
+		--wrap "srun true" >/dev/null 2>&1; cat "$W/job.out";
+	grep -q "loom: --loom-ckpt-signal=USR1@90: step [0-9]*.0 started [0-9]* s before the job.s time limit, inside the signal window" "$W/job.out"
+'
+test_done
