@@ -84,6 +84,7 @@ static void ck_signals_install(void)
 	pthread_mutex_lock(&ck_sig_lock);
 	if (ck_sig_refs++ == 0) {
 		int want[2], nw = 0;
+		ck_flag = 0;    /* a stop of an earlier, closed handle is over */
 		want[nw++] = SIGTERM;
 		if (e && *e) {
 			int s = ck_parse_signal(e);

@@ -33,6 +33,7 @@ SPANK_UNIT_TESTS = \
 	spank/test/port \
 	spank/test/launch_env \
 	spank/test/ckpt \
+	spank/test/requeue \
 	spank/test/affinity \
 	spank/test/fuzz
 check_PROGRAMS += $(SPANK_UNIT_TESTS)
@@ -51,6 +52,9 @@ spank_test_launch_env_SOURCES = spank/test/launch_env.c spank/launch_env.c spank
 spank_test_launch_env_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_ckpt_SOURCES = spank/test/ckpt.c spank/ckpt.c
 spank_test_ckpt_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_requeue_SOURCES = spank/test/requeue.c spank/requeue.c spank/ckpt_timer.c spank/options.c
+spank_test_requeue_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_requeue_LDADD = -lslurm -lpthread
 spank_test_affinity_SOURCES = spank/test/affinity.c spank/affinity.c spank/topology.c spank/options.c
 spank_test_affinity_CPPFLAGS = $(SPANK_CPPFLAGS) -DLOOM_FIXTURES='"$(abs_top_srcdir)/t/fixtures"' \
 	-DLOOM_FAKE_NVML_PATH='"$(abs_top_builddir)/spank/test/.libs/libfakenvml.so"'

@@ -410,10 +410,39 @@ static void t_signals(void)
 	sigaction(SIGUSR1, NULL, &cur);
 	ok(cur.sa_handler == SIG_DFL, "and SIGUSR1 is default again");
 	/* USR1 with the default disposition: caught, the process lives */
+	setenv("SLURM_JOB_ID", "77", 1);
 	loom_ckpt_open(w, dir, &ck);
 	raise(SIGUSR1);
 	loom_ckpt_should_stop(ck, 3, &stop);
 	is_int(stop, 1, "LOOM_CKPT_SIGNAL=USR1@60: SIGUSR1 caught, should_stop 1");
+	{
+		/* the checkpoint it asked for leaves the requeue request for loom.so */
+		char rq[500], text[256] = "";
+		float x[4] = { 1, 2, 3, 4 };
+		size_t shape = 4, off = 0, ext = 4;
+		FILE *f;
+		setenv("SLURM_RESTART_COUNT", "3", 1);
+		snprintf(rq, sizeof rq, "%s/.loom-requeue", dir);
+		loom_ckpt_tensor(ck, "x", LOOM_FLOAT32, 1, &shape, &off, &ext, x);
+		is_int(loom_ckpt_save(ck, 3), LOOM_SUCCESS, "save after the stop");
+		if ((f = fopen(rq, "r"))) {
+			size_t n = fread(text, 1, sizeof text - 1, f);
+			text[n] = 0;
+			fclose(f);
+		}
+		is_str(text, "job=77\nrestart=3\nstep=3\nsignal=USR1\n",
+		       "it leaves .loom-requeue naming job, restart, step and signal");
+		loom_ckpt_close(ck);
+		loom_ckpt_open(w, dir, &ck);
+		ok(access(rq, F_OK) != 0, "the next open removes it (the request has been acted on)");
+		loom_ckpt_should_stop(ck, 4, &stop);
+		is_int(stop, 0, "a new handle does not inherit the earlier stop");
+		loom_ckpt_tensor(ck, "x", LOOM_FLOAT32, 1, &shape, &off, &ext, x);
+		is_int(loom_ckpt_save(ck, 4), LOOM_SUCCESS, "a save without a stop");
+		ok(access(rq, F_OK) != 0, "leaves no requeue request (a normal checkpoint)");
+		unsetenv("SLURM_JOB_ID");
+		unsetenv("SLURM_RESTART_COUNT");
+	}
 	loom_ckpt_close(ck);
 	/* an ignored signal stays ignored */
 	signal(SIGUSR2, SIG_IGN);
