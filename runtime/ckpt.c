@@ -1172,9 +1172,9 @@ static int touches(const plan_t *p, int rank, int t, int independent)
  * rank returns from the save. Only under Slurm; nothing else reads it. */
 static void requeue_request(loom_ckpt_t *ck, long long step)
 {
-	const char *restart = getenv("SLURM_RESTART_COUNT");
+	const char *restart = getenv("SLURM_RESTART_COUNT"), *want = getenv("LOOM_CKPT_REQUEUE");
 	char text[256];
-	if (!getenv("SLURM_JOB_ID"))
+	if (!getenv("SLURM_JOB_ID") || (want && !strcmp(want, "0")))
 		return;
 	snprintf(text, sizeof text, "job=%s\nrestart=%s\nstep=%lld\nsignal=%s\n", ck->job,
 		 restart && *restart ? restart : "0", step, sig_name(ck->stopped));

@@ -83,6 +83,7 @@ int main(int argc, char **argv)
 	}
 	setenv("LOOM_CKPT_SIGNAL", "USR1", 1);
 	setenv("LOOM_CKPT_KEEP", "1", 0);
+	setenv("LOOM_CKPT_REQUEUE", "0", 1);    /* its stop is a drill: no requeue */
 	if ((rc = loom_init(&w))) {
 		fprintf(stderr, "loom_init: %s\n", loom_strerror(rc));
 		return 1;
