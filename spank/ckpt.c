@@ -65,3 +65,36 @@ int loom_ckpt_prepare(const char *dir, int create, char *err, size_t errlen)
 	}
 	return check_dir(dir, err, errlen);
 }
+
+int loom_ckpt_expand(const char *in, unsigned long job, char *out, size_t len, char *err,
+		     size_t errlen)
+{
+	size_t o = 0;
+	for (const char *p = in; *p; p++) {
+		char num[24];
+		const char *add = num;
+		if (*p != '%') {
+			num[0] = *p;
+			num[1] = '\0';
+		} else if (p[1] == 'j') {
+			snprintf(num, sizeof num, "%lu", job);
+			p++;
+		} else if (p[1] == '%') {
+			add = "%";
+			p++;
+		} else {
+			snprintf(err, errlen, "--loom-ckpt=%s: '%%%.1s' is not understood: only %%j (the job "
+				 "id) and %%%% are expanded", in, p[1] ? p + 1 : "");
+			return -1;
+		}
+		if (o + strlen(add) >= len) {
+			snprintf(err, errlen, "--loom-ckpt=%s: longer than %zu characters once expanded",
+				 in, len - 1);
+			return -1;
+		}
+		strcpy(out + o, add);
+		o += strlen(add);
+	}
+	out[o] = '\0';
+	return 0;
+}

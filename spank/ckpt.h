@@ -11,4 +11,9 @@
  * one-line reason in err. */
 int loom_ckpt_prepare(const char *dir, int create, char *err, size_t errlen);
 
+/* DIR with %j replaced by the job id and %% by %; any other % sequence
+ * is an error (err names it). 0 or -1. */
+int loom_ckpt_expand(const char *in, unsigned long job, char *out, size_t len, char *err,
+		     size_t errlen);
+
 #endif

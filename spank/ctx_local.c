@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "ckpt.h"
@@ -32,9 +33,17 @@ int loom_local_post_opt(spank_t sp)
 	}
 	/* an existing checkpoint directory the user cannot write fails here,
 	 * before the job queues; a missing one is created on the nodes */
-	if (loom_eff.ckpt_dir[0] && loom_ckpt_prepare(loom_eff.ckpt_dir, 0, err, sizeof err) < 0) {
-		slurm_error(LOOM_PREFIX "%s", err);
-		return -1;
+	if (loom_eff.ckpt_dir[0]) {
+		/* %j: known here only for a step inside an existing job */
+		const char *jid = getenv("SLURM_JOB_ID");
+		char dir[LOOM_CKPT_PATH_MAX];
+		int need_job = strstr(loom_eff.ckpt_dir, "%j") != NULL;
+		if (loom_ckpt_expand(loom_eff.ckpt_dir, jid ? strtoul(jid, NULL, 10) : 0, dir, sizeof dir,
+				     err, sizeof err) < 0 ||
+		    ((!need_job || jid) && loom_ckpt_prepare(dir, 0, err, sizeof err) < 0)) {
+			slurm_error(LOOM_PREFIX "%s", err);
+			return -1;
+		}
 	}
 	return 0;
 }

@@ -117,9 +117,16 @@ int loom_remote_user_init(spank_t sp)
 	node_error[0] = '\0';
 	if (loom_env_options(get_remote, sp) < 0)
 		return -1;
-	if (loom_eff.ckpt_dir[0] && loom_ckpt_prepare(loom_eff.ckpt_dir, 1, err, sizeof err) < 0) {
-		snprintf(node_error, sizeof node_error, "%s", err);
-		return 0;
+	if (loom_eff.ckpt_dir[0]) {
+		uint32_t job = 0;
+		char dir[LOOM_CKPT_PATH_MAX];
+		spank_get_item(sp, S_JOB_ID, &job);
+		if (loom_ckpt_expand(loom_eff.ckpt_dir, job, dir, sizeof dir, err, sizeof err) < 0 ||
+		    loom_ckpt_prepare(dir, 1, err, sizeof err) < 0) {
+			snprintf(node_error, sizeof node_error, "%s", err);
+			return 0;
+		}
+		strcpy(loom_eff.ckpt_dir, dir);  /* what the tasks and the requeue see */
 	}
 	if (loom_eff.affinity.mode != LOOM_AFF_NONE && regular_step(sp))
 		plan_affinity(sp);

@@ -30,13 +30,14 @@ wait_for() {
 	for i in $(seq $(($3 * 4))); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.25; done
 	echo "$1 lacks /$2/ after $3 s"; cat "$1"; return 1
 }
-# submit NAME SBATCH-ARGS...: a training job whose output and checkpoints
-# are under $TEST_TMP/NAME; prints the job id
+# submit NAME SBATCH-ARGS...: a training job whose output is in
+# $TEST_TMP/NAME and checkpoints in $TEST_TMP/NAME/ck/<job id> (%j);
+# prints the job id
 submit() {
 	local name=$1; shift
 	mkdir -p "$TEST_TMP/$name/ck" &&
 	sbatch --parsable -N2 --ntasks-per-node=2 --open-mode=append -o "$TEST_TMP/$name/job.out" \
-		--loom-ckpt="$TEST_TMP/$name/ck" "$@"
+		--loom-ckpt="$TEST_TMP/$name/ck/%j" "$@"
 }
 digest() { sed -n 's/.*final parameters: fnv1a64 \([0-9a-f]*\).*/\1/p' "$1" | tail -1; }
 stepd_log() { cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log; }
@@ -47,7 +48,7 @@ test_expect_success 'an uninterrupted run with --loom-ckpt completes, Restarts=0
 	test "$(job_field "$j" Restarts)" = 0 &&
 	grep -q "PASS: loss curve and final parameters bit-identical" "$TEST_TMP/ref/job.out" &&
 	test -n "$(digest "$TEST_TMP/ref/job.out")" &&
-	test -d "$TEST_TMP/ref/ck/step-200" && test ! -e "$TEST_TMP/ref/ck/.loom-requeue" &&
+	test -d "$TEST_TMP/ref/ck/$j/step-200" && test ! -e "$TEST_TMP/ref/ck/$j/.loom-requeue" &&
 	! grep -q "resuming after" "$TEST_TMP/ref/job.out"
 '
 
@@ -61,7 +62,7 @@ test_expect_success 'preemption: SIGTERM, every rank saves the same step, loom.s
 	s=$(sed -n "s/.*checkpoint step \([0-9]*\) committed after SIGTERM: asking for a requeue.*/\1/p" "$P/job.out") &&
 	test -n "$s" && echo "$s" >"$TEST_TMP/pre.step" &&
 	grep -q "stop signal: checkpoint of step $s committed" "$P/job.out" &&
-	test -f "$P/ck/step-$s/MANIFEST" &&
+	test -f "$P/ck/$j/step-$s/MANIFEST" &&
 	stepd_log | grep "loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1)"
 '
 
@@ -69,7 +70,7 @@ test_expect_success 'the requeued job resumes after that step and ends bit-ident
 	j=$(cat "$TEST_TMP/pre.id") && s=$(cat "$TEST_TMP/pre.step") &&
 	wait_state "$j" 180 COMPLETED && cat "$TEST_TMP/pre/job.out" &&
 	test "$(job_field "$j" Restarts)" = 1 &&
-	grep -q "resuming after step $s from $TEST_TMP/pre/ck (restart 1)" "$TEST_TMP/pre/job.out" &&
+	grep -q "resuming after step $s from $TEST_TMP/pre/ck/$j (restart 1)" "$TEST_TMP/pre/job.out" &&
 	grep -q "PASS: loss curve and final parameters bit-identical" "$TEST_TMP/pre/job.out" &&
 	test "$(digest "$TEST_TMP/pre/job.out")" = "$(digest "$TEST_TMP/ref/job.out")"
 '
@@ -80,7 +81,7 @@ test_expect_success 'time limit: --time=1 --loom-ckpt-signal=USR1@50 checkpoints
 	echo "job $j" && wait_state "$j" 300 COMPLETED && cat "$T/job.out" &&
 	test "$(job_field "$j" Restarts)" -ge 1 &&
 	grep -q "checkpoint step [0-9]* committed after SIGUSR1: asking for a requeue" "$T/job.out" &&
-	grep -q "resuming after step [0-9]* from $T/ck (restart 1)" "$T/job.out" &&
+	grep -q "resuming after step [0-9]* from $T/ck/$j (restart 1)" "$T/job.out" &&
 	stepd_log | grep -q "loom: step $j.0: sent SIGUSR1, 50 s before the time limit" &&
 	stepd_log | grep -q "loom: job $j: checkpoint step [0-9]* committed after SIGUSR1 (time limit); requeued" &&
 	test "$(digest "$T/job.out")" = "$(digest "$TEST_TMP/ref/job.out")"
@@ -93,6 +94,11 @@ test_expect_success 'scancel: the job checkpoints on SIGTERM but stays CANCELLED
 	wait_state "$j" 60 CANCELLED && sleep 3 && cat "$C/job.out" &&
 	test "$(job_field "$j" JobState)" = CANCELLED && test "$(job_field "$j" Restarts)" = 0 &&
 	stepd_log | grep "loom: job $j: .*not requeued: the job is no longer running"
+'
+
+test_expect_success '--loom-ckpt with an unknown %-sequence is refused at submission' '
+	test_must_fail_with "loom: --loom-ckpt=/tmp/ck/%u: .%u. is not understood: only %j \(the job id\) and %% are expanded" \
+		sbatch --loom-ckpt=/tmp/ck/%u --wrap true
 '
 
 test_expect_success 'a step that starts inside the signal window gets no signal, and the job log says why' '

@@ -65,6 +65,19 @@ int main(void)
 	snprintf(p, sizeof p, "rm -rf '%s'", base);
 	if (system(p) != 0)
 		diag("cleanup failed");
+	{
+		char out[64];
+		is_int(loom_ckpt_expand("/s/ckpt/%j", 4242, out, sizeof out, err, sizeof err), 0, "%%j expands");
+		is_str(out, "/s/ckpt/4242", "to the job id (a requeued job keeps it: same directory)");
+		is_int(loom_ckpt_expand("/s/100%%/%j-%j", 7, out, sizeof out, err, sizeof err), 0, "%%%% and two %%j");
+		is_str(out, "/s/100%/7-7", "expanded in place");
+		is_int(loom_ckpt_expand("/s/%u", 7, out, sizeof out, err, sizeof err), -1, "%%u is refused");
+		like(err, "'%u' is not understood: only %j (the job id) and %% are expanded", "naming it");
+		is_int(loom_ckpt_expand("/s/%", 7, out, sizeof out, err, sizeof err), -1, "a trailing %% is refused");
+		is_int(loom_ckpt_expand("/a/very/long/path/that/does/not/fit/%j", 123456789, out, 40, err,
+					sizeof err), -1, "too long once expanded is refused");
+		like(err, "longer than 39 characters once expanded", "saying so");
+	}
 	done_testing();
 	return exit_status();
 }
