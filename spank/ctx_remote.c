@@ -220,11 +220,21 @@ int loom_remote_task_exit(spank_t sp)
 	}
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
 		return 0;
-	spank_get_item(sp, S_SLURM_RESTART_COUNT, &restarts);
+	/* the tasks' SLURM_RESTART_COUNT, which libloom wrote into the request
+	 * (S_SLURM_RESTART_COUNT stays 0 in the stepd of a step after a requeue) */
+	if (getenv_sp(sp, "SLURM_RESTART_COUNT", text, sizeof text))
+		restarts = (uint32_t)strtoul(text, NULL, 10);
+	else
+		spank_get_item(sp, S_SLURM_RESTART_COUNT, &restarts);
 	view.job = job;
 	view.restart = (long)restarts;
-	if (req.job != job || req.restart != (long)restarts)
-		return 0;       /* an earlier run's: nothing to do, no call to slurmctld */
+	if (req.job != job || req.restart != (long)restarts) {
+		/* an earlier run's: nothing to do, no call to slurmctld */
+		slurm_info(LOOM_PREFIX "job %u restart %u: ignoring the requeue request of job %lu "
+			   "restart %ld in %s", job, restarts, req.job, req.restart, loom_eff.ckpt_dir);
+		requeued = 1;
+		return 0;
+	}
 	job_view(job, &view);
 	requeued = 1;
 	v = loom_requeue_decide(&req, &view);

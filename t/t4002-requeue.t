@@ -75,16 +75,20 @@ test_expect_success 'the requeued job resumes after that step and ends bit-ident
 	test "$(digest "$TEST_TMP/pre/job.out")" = "$(digest "$TEST_TMP/ref/job.out")"
 '
 
-test_expect_success 'time limit: --time=1 --loom-ckpt-signal=USR1@50 checkpoints, requeues and finishes the same' '
+test_expect_success 'time limit: --time=1 --loom-ckpt-signal=USR1@50: checkpoint and requeue at every limit (30 s of training, 3+ runs), same parameters' '
 	T=$TEST_TMP/tl &&
-	j=$(submit tl -p debug --time=1 --loom-ckpt-signal=USR1@50 --wrap "$TRAIN --step-ms 60") &&
-	echo "job $j" && wait_state "$j" 300 COMPLETED && cat "$T/job.out" &&
-	test "$(job_field "$j" Restarts)" -ge 1 &&
+	j=$(submit tl -p debug --time=1 --loom-ckpt-signal=USR1@50 --wrap "$TRAIN --step-ms 100") &&
+	echo "job $j" && wait_state "$j" 400 COMPLETED && cat "$T/job.out" &&
+	test "$(job_field "$j" Restarts)" -ge 2 &&
+	grep -q "resuming after step [0-9]* from $T/ck/$j (restart 2)" "$T/job.out" &&
 	grep -q "checkpoint step [0-9]* committed after SIGUSR1: asking for a requeue" "$T/job.out" &&
 	grep -q "resuming after step [0-9]* from $T/ck/$j (restart 1)" "$T/job.out" &&
 	stepd_log | grep -q "loom: step $j.0: sent SIGUSR1, 50 s before the time limit" &&
 	stepd_log | grep -q "loom: job $j: checkpoint step [0-9]* committed after SIGUSR1 (time limit); requeued" &&
-	test "$(digest "$T/job.out")" = "$(digest "$TEST_TMP/ref/job.out")"
+	grep -q "PASS: loss curve and final parameters bit-identical" "$T/job.out" &&
+	test "$(digest "$T/job.out")" = "$(digest "$TEST_TMP/ref/job.out")" &&
+	r=$(job_field "$j" Restarts) && echo "restarts: $r" &&
+	test $(grep -c "asking for a requeue" "$T/job.out") = "$r"
 '
 
 test_expect_success 'scancel: the job checkpoints on SIGTERM but stays CANCELLED (Restarts=0)' '
