@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <slurm/slurm.h>
@@ -71,48 +72,57 @@ static int nap(time_t secs)
 	return stop;
 }
 
-static void *timer_main(void *arg)
+/* One look at the end time. Returns what to do; *wait when WAIT. */
+static enum loom_timer_action look(int first, time_t *wait)
 {
 	char sn[32];
-	int first = 1;
-	(void)arg;
+	time_t end = 0, now;
+	enum loom_timer_action a;
+
 	signame(T.sig, sn, sizeof sn);
-	for (;;) {
-		time_t end = 0, wait = 60, now;
-		enum loom_timer_action a;
-		if (slurm_get_end_time(T.job, &end) != SLURM_SUCCESS) {
-			slurm_info(LOOM_PREFIX "job %u: cannot get its end time (%s); asking again in 60 s",
-				   T.job, slurm_strerror(slurm_get_errno()));
-			if (nap(60))
-				break;
-			continue;
-		}
-		now = time(NULL);
-		a = loom_timer_next(now, end, T.seconds, first, &wait);
-		if (a == LOOM_TIMER_TOO_LATE) {
-			slurm_error(LOOM_PREFIX "--loom-ckpt-signal=%s@%d: step %u.%u started %ld s before "
-				    "the job's time limit, inside the signal window: no %s will come "
-				    "(ask for a longer --time or fewer SECONDS)",
-				    sn + (strncmp(sn, "SIG", 3) ? 0 : 3), T.seconds, T.job, T.step,
-				    (long)(end - now), sn);
-			break;
-		}
-		first = 0;
+	if (slurm_get_end_time(T.job, &end) != SLURM_SUCCESS) {
+		slurm_info(LOOM_PREFIX "job %u: cannot get its end time (%s); asking again in 60 s",
+			   T.job, slurm_strerror(slurm_get_errno()));
+		*wait = 60;
+		return LOOM_TIMER_WAIT;
+	}
+	now = time(NULL);
+	a = loom_timer_next(now, end, T.seconds, first, wait);
+	if (a == LOOM_TIMER_TOO_LATE)
+		slurm_error(LOOM_PREFIX "--loom-ckpt-signal=%s@%d: step %u.%u started %ld s before "
+			    "the job's time limit, inside the signal window: no %s will come "
+			    "(ask for a longer --time or fewer SECONDS)",
+			    sn + (strncmp(sn, "SIG", 3) ? 0 : 3), T.seconds, T.job, T.step,
+			    (long)(end - now), sn);
+	return a;
+}
+
+static void fire(void)
+{
+	char sn[32];
+	signame(T.sig, sn, sizeof sn);
+	if (slurm_signal_job_step(T.job, T.step, (uint32_t)T.sig) != SLURM_SUCCESS) {
+		slurm_error(LOOM_PREFIX "step %u.%u: could not send %s before the time limit: %s",
+			    T.job, T.step, sn, slurm_strerror(slurm_get_errno()));
+		return;
+	}
+	slurm_info(LOOM_PREFIX "step %u.%u: sent %s, %d s before the time limit", T.job, T.step,
+		   sn, T.seconds);
+	pthread_mutex_lock(&T.mu);
+	T.fired = 1;
+	pthread_mutex_unlock(&T.mu);
+}
+
+static void *timer_main(void *arg)
+{
+	time_t wait = *(time_t *)arg;
+	free(arg);
+	while (!nap(wait)) {
+		enum loom_timer_action a = look(0, &wait);
 		if (a == LOOM_TIMER_FIRE) {
-			if (slurm_signal_job_step(T.job, T.step, (uint32_t)T.sig) != SLURM_SUCCESS) {
-				slurm_error(LOOM_PREFIX "step %u.%u: could not send %s before the time limit: %s",
-					    T.job, T.step, sn, slurm_strerror(slurm_get_errno()));
-			} else {
-				slurm_info(LOOM_PREFIX "step %u.%u: sent %s, %d s before the time limit",
-					   T.job, T.step, sn, T.seconds);
-				pthread_mutex_lock(&T.mu);
-				T.fired = 1;
-				pthread_mutex_unlock(&T.mu);
-			}
+			fire();
 			break;
 		}
-		if (nap(wait))
-			break;
 	}
 	return NULL;
 }
@@ -121,6 +131,7 @@ int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, cha
 			  size_t errlen)
 {
 	pthread_condattr_t ca;
+	time_t *wait;
 	int rc;
 	if (T.running)
 		return 0;
@@ -129,12 +140,26 @@ int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, cha
 	T.sig = sig;
 	T.seconds = seconds;
 	T.stop = T.fired = 0;
+	/* The first look is made here, before the tasks are let go: a
+	 * refusal is then logged while the step's output is still open (a
+	 * task that ends at once would otherwise take it away first). */
+	wait = malloc(sizeof *wait);
+	if (!wait) {
+		snprintf(err, errlen, "cannot start the --loom-ckpt-signal timer: out of memory");
+		return -1;
+	}
+	if (look(1, wait) == LOOM_TIMER_TOO_LATE) {
+		free(wait);
+		return 0;
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&T.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&T.th, NULL, timer_main, NULL);
+	rc = pthread_create(&T.th, NULL, timer_main, wait);
 	if (rc) {
+		free(wait);
+		pthread_cond_destroy(&T.cv);
 		snprintf(err, errlen, "cannot start the --loom-ckpt-signal timer: %s", strerror(rc));
 		return -1;
 	}

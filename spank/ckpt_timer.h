@@ -3,7 +3,10 @@
  * time and, SECONDS before it, has Slurm signal every task of the step
  * (slurm_signal_job_step: the same delivery as sbatch --signal). The end
  * time is asked again at least every LOOM_TIMER_RECHECK seconds, so a
- * changed time limit is followed. */
+ * changed time limit is followed. The first look is made by
+ * loom_ckpt_timer_start itself, before the tasks run, so a step that
+ * starts inside the window is refused in the job log even when its tasks
+ * end at once. */
 #ifndef LOOM_SPANK_CKPT_TIMER_H
 #define LOOM_SPANK_CKPT_TIMER_H
 
