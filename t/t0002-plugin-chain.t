@@ -3,6 +3,7 @@
 # and a bad plugstack argument fails the step with a clear loom: error.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test -f "$LOOM_BUILD_DIR/spank/.libs/loom.so" || skip_all "plugin not built (--disable-spank or no slurm/spank.h)"
+test_need_plugin
 test_need_cluster
 
 cluster_plugstack "env=torch"

@@ -2,6 +2,7 @@
 # torch launch environment on every task of srun -N2 -n4 and -N2 -n3.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test -f "$LOOM_BUILD_DIR/spank/.libs/loom.so" || skip_all "plugin not built"
+test_need_plugin
 test_need_cluster
 cluster_plugstack "env=torch master_port_base=31000 master_port_range=500 nccl_env=NCCL_DEBUG=WARN,NCCL_SOCKET_IFNAME=lo"
 

@@ -2,6 +2,7 @@
 # Bad values and locked options are rejected with one clear loom: line.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test -f "$LOOM_BUILD_DIR/spank/.libs/loom.so" || skip_all "plugin not built"
+test_need_plugin
 test_need_cluster
 cluster_plugstack "env=torch"
 

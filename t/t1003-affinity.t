@@ -4,6 +4,7 @@
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test -f "$LOOM_BUILD_DIR/spank/.libs/loom.so" || skip_all "plugin not built"
 grep -q "define HAVE_HWLOC 1" "$LOOM_BUILD_DIR/config.h" || skip_all "built without hwloc"
+test_need_plugin
 test_need_cluster
 fx=$LOOM_SRC_DIR/t/fixtures
 

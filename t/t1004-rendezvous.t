@@ -4,6 +4,7 @@
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test -f "$LOOM_BUILD_DIR/spank/.libs/loom.so" || skip_all "plugin not built"
 prog=$LOOM_BUILD_DIR/spank/test/rendezvous
+test_need_plugin
 test_need_cluster
 cluster_plugstack "env=none"
 

@@ -7,6 +7,7 @@
 # bit-identical to an uninterrupted run's. A job that ends normally, or is
 # cancelled, is not requeued.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+test_need_plugin
 test_need_cluster
 
 TRAIN="srun --mpi=pmix loom-dp-train --ordered --steps 300 --log-every 50"

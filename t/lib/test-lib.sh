@@ -87,3 +87,17 @@ test_need_cluster() {
 		exit 1
 	fi
 }
+
+# Scripts about loom.so itself: skip when it was not built (configure
+# --disable-spank), unless CI demands every cluster test
+# (LOOM_REQUIRE_CLUSTER=1 turns the skip into a failure).
+test_need_plugin() {
+	local plugin=${LOOM_TEST_PLUGIN:-$LOOM_BUILD_DIR/spank/.libs/loom.so}
+	[ -f "$plugin" ] && return 0
+	if [ -n "${LOOM_REQUIRE_CLUSTER:-}" ]; then
+		say_tap "1..1"
+		say_tap "not ok 1 - loom.so required (LOOM_REQUIRE_CLUSTER) but $plugin is missing"
+		exit 1
+	fi
+	skip_all "loom.so not built ($plugin missing; configure without --disable-spank)"
+}
