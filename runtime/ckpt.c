@@ -1414,9 +1414,12 @@ int loom_ckpt_load(loom_ckpt_t *ck, long long step)
 	fds = malloc(sizeof *fds * ((size_t)ck->nt + 1));
 	if (!rc && (!bytes || !want || !fnames || !fds))
 		rc = LOOM_ERR_NOMEM;
+	/* all of them, also when the manifest already failed: close_fds at
+	 * the end must not close a descriptor the program owns */
+	for (int i = 0; fds && i < ck->nt; i++)
+		fds[i] = -1;
 	for (int i = 0; i < ck->nt && !rc; i++) {
 		const ckpt_mtensor_t *t = NULL;
-		fds[i] = -1;
 		for (int k = 0; k < m.ntensors; k++)
 			if (!strcmp(m.t[k].name, ck->t[i].name))
 				t = &m.t[k];

@@ -27,7 +27,7 @@ check_PROGRAMS += runtime/test/ckpt-drive
 runtime_test_ckpt_drive_SOURCES = runtime/test/ckpt_drive.c
 runtime_test_ckpt_drive_CFLAGS = $(AM_CFLAGS) -pthread
 runtime_test_ckpt_drive_LDADD = runtime/libloom.la
-dist_check_SCRIPTS += t/t4001-ckpt.t t/t4002-requeue.t
+dist_check_SCRIPTS += t/t4000-ckpt-valgrind.t t/t4001-ckpt.t t/t4002-requeue.t
 
 # the benchmark (installed)
 bin_PROGRAMS += runtime/tools/loom-ckpt-bench
