@@ -414,8 +414,16 @@ typedef struct {
 	long *nruns;
 	uint64_t *maxlen;    /* per rank: longest run */
 	uint64_t window;
+	uint64_t direct_min;  /* see direct_ok */
 	int rounds;
 } plan_t;
+
+/* Pieces of at least p->direct_min bytes on average (LOOM_CKPT_DIRECT_BYTES,
+ * default 32 KiB) go as one message each, straight from the rank's buffer
+ * into the aggregator's window (and back on load); smaller ones are packed
+ * into one message per window, since a message per few bytes would cost
+ * more than the two copies it saves. */
+#define DIRECT_MIN_DEFAULT (32L << 10)
 
 static void plan_free(plan_t *p)
 {
@@ -549,6 +557,15 @@ static int plan_make(loom_ckpt_t *ck, plan_t *p, const uint64_t *bytes, uint64_t
 	p->window = (uint64_t)env_long("LOOM_CKPT_BUFFER_MB", 32, 1, 1 << 20) << 20;
 	if (getenv("LOOM_CKPT_BUFFER_BYTES")) /* for tests: tiny windows */
 		p->window = (uint64_t)env_long("LOOM_CKPT_BUFFER_BYTES", 1 << 20, 1, 1L << 40);
+	p->direct_min = (uint64_t)env_long("LOOM_CKPT_DIRECT_BYTES", DIRECT_MIN_DEFAULT, 1, 1L << 40);
+	{ /* both ends of every message must cut the same pieces: one value
+	   * for all ranks, even if their environments differ */
+		int64_t mine[2] = { (int64_t)p->window, (int64_t)p->direct_min }, all2[2];
+		if ((rc = loom_allreduce(mine, all2, 2, LOOM_INT64, LOOM_MAX, ck->comm)))
+			goto out;
+		p->window = (uint64_t)all2[0];
+		p->direct_min = (uint64_t)all2[1];
+	}
 	p->rounds = 0;
 	for (int j = 0; j < p->naggr; j++) {
 		uint64_t d = p->dom[j + 1] - p->dom[j];
@@ -772,6 +789,12 @@ static int window_io(const plan_t *p, const int *fds, char *buf, uint64_t lo, ui
 				snprintf(why, whylen, "write %s: %s", fnames[t], strerror(errno));
 				return LOOM_ERR_IO;
 			}
+#ifdef SYNC_FILE_RANGE_WRITE
+			/* start the write-back now, so that the disk works while the
+			 * next window is exchanged and the final fsync finds little
+			 * left to do (a hint: errors surface at fsync) */
+			(void)sync_file_range(fds[t], (off_t)in, (off_t)n, SYNC_FILE_RANGE_WRITE);
+#endif
 		} else {
 			int64_t got = pread_all(fds[t], buf + (v - lo), n, in);
 			if (got < 0) {
@@ -840,6 +863,134 @@ static void self_fn(void *arg, uint64_t v, uint64_t len, const vrun_t *r)
 		memcpy(run_ptr(s->ck, r, v), s->win + (v - s->lo), len);
 }
 
+/* the bytes of [lo, hi) that some rank holds, as sorted intervals */
+typedef struct {
+	uint64_t (*iv)[2];
+	long n, cap;
+	int oom;
+} cover_t;
+
+static void cover_fn(void *arg, uint64_t v, uint64_t len, const vrun_t *r)
+{
+	cover_t *c = arg;
+	(void)r;
+	if (c->oom)
+		return;
+	if (c->n == c->cap) {
+		long nc = c->cap ? 2 * c->cap : 256;
+		void *ni = realloc(c->iv, sizeof *c->iv * (size_t)nc);
+		if (!ni) {
+			c->oom = 1;
+			return;
+		}
+		c->iv = ni;
+		c->cap = nc;
+	}
+	c->iv[c->n][0] = v;
+	c->iv[c->n][1] = v + len;
+	c->n++;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Zero only the window's holes (bytes no rank holds): the pieces
+ * overwrite the rest, so clearing it all would be one more pass over
+ * every byte written. */
+static void zero_holes(const plan_t *p, int size, cover_t *c, char *win, uint64_t lo,
+		       uint64_t hi)
+{
+	uint64_t at = lo;
+	c->n = 0;
+	c->oom = 0;
+	for (int r = 0; r < size; r++)
+		pieces(p, r, lo, hi, cover_fn, c);
+	if (c->oom) {
+		memset(win, 0, hi - lo);
+		return;
+	}
+	qsort(c->iv, (size_t)c->n, sizeof *c->iv, cmp_iv);
+	for (long i = 0; i < c->n; i++) {
+		if (c->iv[i][0] > at)
+			memset(win + (at - lo), 0, c->iv[i][0] - at);
+		if (c->iv[i][1] > at)
+			at = c->iv[i][1];
+	}
+	if (hi > at)
+		memset(win + (at - lo), 0, hi - at);
+}
+
+
+typedef struct {
+	uint64_t n, bytes;
+} tally_t;
+
+static void tally_fn(void *arg, uint64_t v, uint64_t len, const vrun_t *r)
+{
+	tally_t *t = arg;
+	(void)v;
+	(void)r;
+	t->n++;
+	t->bytes += len;
+}
+
+/* the same answer on both ends: it depends on the plan only */
+static int direct_ok(const plan_t *p, int r, uint64_t lo, uint64_t hi)
+{
+	tally_t t = { 0, 0 };
+	pieces(p, r, lo, hi, tally_fn, &t);
+	return t.n > 0 && t.bytes / t.n >= p->direct_min;
+}
+
+/* the requests of one round */
+typedef struct {
+	loom_request_t **q;
+	int n, cap;
+} reqv_t;
+
+static loom_request_t **reqv_slot(reqv_t *v)
+{
+	if (v->n == v->cap) {
+		int nc = v->cap ? 2 * v->cap : 64;
+		loom_request_t **nq = realloc(v->q, sizeof *nq * (size_t)nc);
+		if (!nq)
+			return NULL;
+		v->q = nq;
+		v->cap = nc;
+	}
+	return &v->q[v->n];
+}
+
+/* one message per piece: window side (aggregator) or rank side */
+typedef struct {
+	loom_ckpt_t *ck;
+	reqv_t *reqs;
+	char *win;
+	uint64_t lo;
+	int peer, send, window_side, rc;
+} directst_t;
+
+static void direct_fn(void *arg, uint64_t v, uint64_t len, const vrun_t *r)
+{
+	directst_t *d = arg;
+	loom_request_t **slot;
+	char *at;
+	if (d->rc)
+		return;
+	if (!(slot = reqv_slot(d->reqs))) {
+		d->rc = LOOM_ERR_NOMEM;
+		return;
+	}
+	at = d->window_side ? d->win + (v - d->lo) : run_ptr(d->ck, r, v);
+	d->rc = d->send ? loom_isend(at, len, LOOM_INT8, d->peer, d->ck->comm, slot)
+			: loom_irecv(at, len, LOOM_INT8, d->peer, d->ck->comm, slot);
+	if (!d->rc)
+		d->reqs->n++;
+}
+
 static int grow(char **buf, uint64_t *cap, uint64_t need)
 {
 	if (need <= *cap)
@@ -896,10 +1047,11 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 	int size = ck->size, rc = LOOM_SUCCESS;
 	char *win = NULL, *win2 = NULL, **sbuf = NULL, **rbuf = NULL;
 	uint64_t wincap = 0, win2cap = 0, *scap = NULL, *rcap = NULL, *slen = NULL, *rlen = NULL;
-	loom_request_t **reqs = NULL;
-	int nreq, wactive = 0;
+	reqv_t reqs = { NULL, 0, 0 };
+	int wactive = 0;
 	pthread_t wth;
 	wjob_t wjob;
+	cover_t cover = { NULL, 0, 0, 0 };
 	memset(&wjob, 0, sizeof wjob);
 	sbuf = calloc((size_t)p->naggr, sizeof *sbuf);
 	scap = calloc((size_t)p->naggr, sizeof *scap);
@@ -907,14 +1059,13 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 	rbuf = calloc((size_t)size, sizeof *rbuf);
 	rcap = calloc((size_t)size, sizeof *rcap);
 	rlen = calloc((size_t)size, sizeof *rlen);
-	reqs = calloc((size_t)(size + p->naggr), sizeof *reqs);
-	if (!sbuf || !scap || !slen || !rbuf || !rcap || !rlen || !reqs) {
+	if (!sbuf || !scap || !slen || !rbuf || !rcap || !rlen) {
 		rc = LOOM_ERR_NOMEM;
 		goto out;
 	}
 	for (int k = 0; k < p->rounds && rc == LOOM_SUCCESS; k++) {
 		uint64_t mlo = 0, mhi = 0;
-		nreq = 0;
+		reqs.n = 0;
 		if (p->my_aggr >= 0) {
 			uint64_t d0 = p->dom[p->my_aggr], d1 = p->dom[p->my_aggr + 1];
 			mlo = d0 + (uint64_t)k * p->window;
@@ -926,7 +1077,7 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 				break;
 			}
 			if (writing)
-				memset(win, 0, mhi - mlo);
+				zero_holes(p, size, &cover, win, mlo, mhi);
 			else if (mhi > mlo && !*io_rc) {
 				int e = window_io(p, fds, win, mlo, mhi, 0, why, whylen, fnames);
 				if (e)
@@ -941,6 +1092,13 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 				packst_t s = { NULL, 0, mlo, win, ck, 0 };
 				if (r == ck->rank)
 					continue;
+				if (direct_ok(p, r, mlo, mhi)) {
+					directst_t d = { ck, &reqs, win, mlo, r, !writing, 1, 0 };
+					pieces(p, r, mlo, mhi, direct_fn, &d);
+					if ((rc = d.rc))
+						break;
+					continue;
+				}
 				rlen[r] = pieces(p, r, mlo, mhi, NULL, NULL);
 				if (!rlen[r])
 					continue;
@@ -952,13 +1110,18 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 					s.dst = rbuf[r];
 					s.to_window = 0;
 					pieces(p, r, mlo, mhi, unpack_fn, &s);
-					rc = loom_isend(rbuf[r], rlen[r], LOOM_INT8, r, ck->comm, &reqs[nreq]);
-				} else {
-					rc = loom_irecv(rbuf[r], rlen[r], LOOM_INT8, r, ck->comm, &reqs[nreq]);
 				}
+				if (!reqv_slot(&reqs)) {
+					rc = LOOM_ERR_NOMEM;
+					break;
+				}
+				rc = writing ? loom_irecv(rbuf[r], rlen[r], LOOM_INT8, r, ck->comm,
+							  &reqs.q[reqs.n])
+					     : loom_isend(rbuf[r], rlen[r], LOOM_INT8, r, ck->comm,
+							  &reqs.q[reqs.n]);
 				if (rc)
 					break;
-				nreq++;
+				reqs.n++;
 			}
 		}
 		/* every rank: its pieces to (save) or from (load) each aggregator */
@@ -973,6 +1136,13 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 				pieces(p, ck->rank, lo, hi, self_fn, &s);
 				continue;
 			}
+			if (direct_ok(p, ck->rank, lo, hi)) {
+				directst_t d = { ck, &reqs, NULL, lo, p->aggr[j], writing, 0, 0 };
+				pieces(p, ck->rank, lo, hi, direct_fn, &d);
+				if ((rc = d.rc))
+					break;
+				continue;
+			}
 			slen[j] = pieces(p, ck->rank, lo, hi, NULL, NULL);
 			if (!slen[j])
 				continue;
@@ -983,16 +1153,21 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 			if (writing) {
 				packst_t s = { sbuf[j], 0, lo, NULL, ck, 1 };
 				pieces(p, ck->rank, lo, hi, pack_fn, &s);
-				rc = loom_isend(sbuf[j], slen[j], LOOM_INT8, p->aggr[j], ck->comm, &reqs[nreq]);
-			} else {
-				rc = loom_irecv(sbuf[j], slen[j], LOOM_INT8, p->aggr[j], ck->comm, &reqs[nreq]);
 			}
+			if (!reqv_slot(&reqs)) {
+				rc = LOOM_ERR_NOMEM;
+				break;
+			}
+			rc = writing ? loom_isend(sbuf[j], slen[j], LOOM_INT8, p->aggr[j], ck->comm,
+						  &reqs.q[reqs.n])
+				     : loom_irecv(sbuf[j], slen[j], LOOM_INT8, p->aggr[j], ck->comm,
+						  &reqs.q[reqs.n]);
 			if (rc)
 				break;
-			nreq++;
+			reqs.n++;
 		}
-		for (int i = 0; i < nreq; i++) {
-			int w = loom_wait(reqs[i]);
+		for (int i = 0; i < reqs.n; i++) {
+			int w = loom_wait(reqs.q[i]);
 			if (w && !rc)
 				rc = w;
 		}
@@ -1048,6 +1223,7 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 	}
 out:
 	writer_join(&wth, &wactive, &wjob, io_rc, why, whylen);
+	free(cover.iv);
 	free(win);
 	free(win2);
 	if (sbuf)
@@ -1062,7 +1238,7 @@ out:
 	free(rcap);
 	free(slen);
 	free(rlen);
-	free(reqs);
+	free(reqs.q);
 	return rc;
 }
 

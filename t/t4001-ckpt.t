@@ -73,6 +73,22 @@ test_expect_success 'the restarted job resumes after the stop step (SLURM_RESTAR
 	grep -q "restart 1 of job .*: resuming after step $s" "$TEST_TMP/g2.out" &&
 	grep -q "over 2 calls" "$TEST_TMP/g2.out"
 '
+test_expect_success 'pieces sent one message each, packed per window, or ranks set differently: identical files, each loads' '
+	F=$TEST_TMP/direct; mkdir -p "$F/one" "$F/packed" "$F/mixed"
+	LOOM_CKPT_DIRECT_BYTES=1 srun --mpi=pmix -N2 -n4 "$DRIVE" save "$F/one" 5 cyclic &&
+	LOOM_CKPT_DIRECT_BYTES=1099511627776 srun --mpi=pmix -N2 -n4 "$DRIVE" save "$F/packed" 5 cyclic &&
+	ls "$F/one/step-5"/*.bin >"$TEST_TMP/bins" && test -s "$TEST_TMP/bins" &&
+	srun --mpi=pmix -N2 -n4 sh -c "LOOM_CKPT_DIRECT_BYTES=\$((SLURM_PROCID % 2 ? 1 : 1099511627776)) \
+		exec \"$DRIVE\" save \"$F/mixed\" 5 cyclic" &&
+	for f in $(cat "$TEST_TMP/bins"); do
+		cmp "$f" "$F/packed/step-5/${f##*/}" && cmp "$f" "$F/mixed/step-5/${f##*/}" || exit 1
+	done &&
+	LOOM_CKPT_DIRECT_BYTES=1 srun --mpi=pmix -N2 -n4 "$DRIVE" restore "$F/packed" cyclic >"$TEST_TMP/d1.out" 2>&1 &&
+	LOOM_CKPT_DIRECT_BYTES=1099511627776 srun --mpi=pmix -N2 -n3 "$DRIVE" restore "$F/one" rows >"$TEST_TMP/d2.out" 2>&1; rc=$?
+	cat "$TEST_TMP/d1.out" "$TEST_TMP/d2.out"; test $rc = 0 &&
+	grep -q "restore ranks 4: success step 5 wrong 0" "$TEST_TMP/d1.out" &&
+	grep -q "restore ranks 3: success step 5 wrong 0" "$TEST_TMP/d2.out"
+'
 test_expect_success 'loom-ckpt-bench: two-phase and independent figures next to sequential' '
 	B=$TEST_TMP/bench; mkdir -p "$B"
 	unset CKPT_DRIVE_ROWS LOOM_CKPT_BUFFER_MB
