@@ -986,6 +986,11 @@ static int case_peer_lost(const char *how)
 		return verdict("peer-lost", 0, "allreduce before the kill: %s", loom_strerror(rc));
 	if (me == victim) {
 		loom_request_t *r;
+		/* The victim's share of the third allreduce may still sit in its
+		 * send queue when its own result is complete; dying at once
+		 * would fail the others' third allreduce instead of the fourth
+		 * (seen in CI). Give the engine time to flush it first. */
+		usleep(300000);
 		/* die in the middle of an operation */
 		loom_iallreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world, &r);
 		usleep(2000);
