@@ -6,7 +6,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <slurm/slurm.h>
@@ -45,6 +44,7 @@ static struct {
 	int running, stop, fired;
 	uint32_t job, step;
 	int sig, seconds;
+	time_t first_wait;      /* from the first look, made by start */
 } T = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static const char *signame(int sig, char *buf, size_t len)
@@ -115,8 +115,8 @@ static void fire(void)
 
 static void *timer_main(void *arg)
 {
-	time_t wait = *(time_t *)arg;
-	free(arg);
+	time_t wait = T.first_wait;
+	(void)arg;
 	while (!nap(wait)) {
 		enum loom_timer_action a = look(0, &wait);
 		if (a == LOOM_TIMER_FIRE) {
@@ -131,7 +131,6 @@ int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, cha
 			  size_t errlen)
 {
 	pthread_condattr_t ca;
-	time_t *wait;
 	int rc;
 	if (T.running)
 		return 0;
@@ -143,22 +142,14 @@ int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, cha
 	/* The first look is made here, before the tasks are let go: a
 	 * refusal is then logged while the step's output is still open (a
 	 * task that ends at once would otherwise take it away first). */
-	wait = malloc(sizeof *wait);
-	if (!wait) {
-		snprintf(err, errlen, "cannot start the --loom-ckpt-signal timer: out of memory");
-		return -1;
-	}
-	if (look(1, wait) == LOOM_TIMER_TOO_LATE) {
-		free(wait);
+	if (look(1, &T.first_wait) == LOOM_TIMER_TOO_LATE)
 		return 0;
-	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&T.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&T.th, NULL, timer_main, wait);
+	rc = pthread_create(&T.th, NULL, timer_main, NULL);
 	if (rc) {
-		free(wait);
 		pthread_cond_destroy(&T.cv);
 		snprintf(err, errlen, "cannot start the --loom-ckpt-signal timer: %s", strerror(rc));
 		return -1;
