@@ -558,13 +558,15 @@ static int plan_make(loom_ckpt_t *ck, plan_t *p, const uint64_t *bytes, uint64_t
 	if (getenv("LOOM_CKPT_BUFFER_BYTES")) /* for tests: tiny windows */
 		p->window = (uint64_t)env_long("LOOM_CKPT_BUFFER_BYTES", 1 << 20, 1, 1L << 40);
 	p->direct_min = (uint64_t)env_long("LOOM_CKPT_DIRECT_BYTES", DIRECT_MIN_DEFAULT, 1, 1L << 40);
-	{ /* both ends of every message must cut the same pieces: one value
-	   * for all ranks, even if their environments differ */
-		int64_t mine[2] = { (int64_t)p->window, (int64_t)p->direct_min }, all2[2];
-		if ((rc = loom_allreduce(mine, all2, 2, LOOM_INT64, LOOM_MAX, ck->comm)))
+	{ /* the largest block count, window and direct threshold: both ends
+	   * of every message must cut the same pieces, so one value for all
+	   * ranks even if their environments differ */
+		int64_t mine[3] = { mynb, (int64_t)p->window, (int64_t)p->direct_min }, most[3];
+		if ((rc = loom_allreduce(mine, most, 3, LOOM_INT64, LOOM_MAX, ck->comm)))
 			goto out;
-		p->window = (uint64_t)all2[0];
-		p->direct_min = (uint64_t)all2[1];
+		maxnb = most[0];
+		p->window = (uint64_t)most[1];
+		p->direct_min = (uint64_t)most[2];
 	}
 	p->rounds = 0;
 	for (int j = 0; j < p->naggr; j++) {
@@ -574,8 +576,6 @@ static int plan_make(loom_ckpt_t *ck, plan_t *p, const uint64_t *bytes, uint64_t
 			p->rounds = r;
 	}
 	/* everyone's blocks */
-	if ((rc = loom_allreduce(&mynb, &maxnb, 1, LOOM_INT64, LOOM_MAX, ck->comm)))
-		goto out;
 	if (maxnb == 0)
 		goto out;
 	desc = malloc(sizeof *desc * (size_t)maxnb * DESC_W);
@@ -937,11 +937,14 @@ static void tally_fn(void *arg, uint64_t v, uint64_t len, const vrun_t *r)
 	t->bytes += len;
 }
 
-/* the same answer on both ends: it depends on the plan only */
-static int direct_ok(const plan_t *p, int r, uint64_t lo, uint64_t hi)
+/* rank r's pieces in [lo, hi): how many, how many bytes (*bytes), and
+ * whether they go one message each (1) or packed (0). The same answer on
+ * both ends: it depends on the plan only. */
+static int direct_ok(const plan_t *p, int r, uint64_t lo, uint64_t hi, uint64_t *bytes)
 {
 	tally_t t = { 0, 0 };
 	pieces(p, r, lo, hi, tally_fn, &t);
+	*bytes = t.bytes;
 	return t.n > 0 && t.bytes / t.n >= p->direct_min;
 }
 
@@ -951,17 +954,23 @@ typedef struct {
 	int n, cap;
 } reqv_t;
 
-static loom_request_t **reqv_slot(reqv_t *v)
+/* start an isend (send) or irecv of len bytes with peer, kept in v */
+static int reqv_post(reqv_t *v, loom_comm_t *comm, int send, void *buf, uint64_t len, int peer)
 {
+	int rc;
 	if (v->n == v->cap) {
 		int nc = v->cap ? 2 * v->cap : 64;
 		loom_request_t **nq = realloc(v->q, sizeof *nq * (size_t)nc);
 		if (!nq)
-			return NULL;
+			return LOOM_ERR_NOMEM;
 		v->q = nq;
 		v->cap = nc;
 	}
-	return &v->q[v->n];
+	rc = send ? loom_isend(buf, len, LOOM_INT8, peer, comm, &v->q[v->n])
+		  : loom_irecv(buf, len, LOOM_INT8, peer, comm, &v->q[v->n]);
+	if (!rc)
+		v->n++;
+	return rc;
 }
 
 /* one message per piece: window side (aggregator) or rank side */
@@ -976,19 +985,10 @@ typedef struct {
 static void direct_fn(void *arg, uint64_t v, uint64_t len, const vrun_t *r)
 {
 	directst_t *d = arg;
-	loom_request_t **slot;
-	char *at;
 	if (d->rc)
 		return;
-	if (!(slot = reqv_slot(d->reqs))) {
-		d->rc = LOOM_ERR_NOMEM;
-		return;
-	}
-	at = d->window_side ? d->win + (v - d->lo) : run_ptr(d->ck, r, v);
-	d->rc = d->send ? loom_isend(at, len, LOOM_INT8, d->peer, d->ck->comm, slot)
-			: loom_irecv(at, len, LOOM_INT8, d->peer, d->ck->comm, slot);
-	if (!d->rc)
-		d->reqs->n++;
+	d->rc = reqv_post(d->reqs, d->ck->comm, d->send,
+			  d->window_side ? d->win + (v - d->lo) : run_ptr(d->ck, r, v), len, d->peer);
 }
 
 static int grow(char **buf, uint64_t *cap, uint64_t need)
@@ -1092,14 +1092,14 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 				packst_t s = { NULL, 0, mlo, win, ck, 0 };
 				if (r == ck->rank)
 					continue;
-				if (direct_ok(p, r, mlo, mhi)) {
+				if (direct_ok(p, r, mlo, mhi, &rlen[r])) {
 					directst_t d = { ck, &reqs, win, mlo, r, !writing, 1, 0 };
+					rlen[r] = 0; /* nothing to unpack */
 					pieces(p, r, mlo, mhi, direct_fn, &d);
 					if ((rc = d.rc))
 						break;
 					continue;
 				}
-				rlen[r] = pieces(p, r, mlo, mhi, NULL, NULL);
 				if (!rlen[r])
 					continue;
 				if (grow(&rbuf[r], &rcap[r], rlen[r])) {
@@ -1111,17 +1111,8 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 					s.to_window = 0;
 					pieces(p, r, mlo, mhi, unpack_fn, &s);
 				}
-				if (!reqv_slot(&reqs)) {
-					rc = LOOM_ERR_NOMEM;
+				if ((rc = reqv_post(&reqs, ck->comm, !writing, rbuf[r], rlen[r], r)))
 					break;
-				}
-				rc = writing ? loom_irecv(rbuf[r], rlen[r], LOOM_INT8, r, ck->comm,
-							  &reqs.q[reqs.n])
-					     : loom_isend(rbuf[r], rlen[r], LOOM_INT8, r, ck->comm,
-							  &reqs.q[reqs.n]);
-				if (rc)
-					break;
-				reqs.n++;
 			}
 		}
 		/* every rank: its pieces to (save) or from (load) each aggregator */
@@ -1136,14 +1127,14 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 				pieces(p, ck->rank, lo, hi, self_fn, &s);
 				continue;
 			}
-			if (direct_ok(p, ck->rank, lo, hi)) {
+			if (direct_ok(p, ck->rank, lo, hi, &slen[j])) {
 				directst_t d = { ck, &reqs, NULL, lo, p->aggr[j], writing, 0, 0 };
+				slen[j] = 0; /* nothing to unpack */
 				pieces(p, ck->rank, lo, hi, direct_fn, &d);
 				if ((rc = d.rc))
 					break;
 				continue;
 			}
-			slen[j] = pieces(p, ck->rank, lo, hi, NULL, NULL);
 			if (!slen[j])
 				continue;
 			if (grow(&sbuf[j], &scap[j], slen[j])) {
@@ -1154,17 +1145,8 @@ static int exchange(loom_ckpt_t *ck, const plan_t *p, const int *fds, char *cons
 				packst_t s = { sbuf[j], 0, lo, NULL, ck, 1 };
 				pieces(p, ck->rank, lo, hi, pack_fn, &s);
 			}
-			if (!reqv_slot(&reqs)) {
-				rc = LOOM_ERR_NOMEM;
+			if ((rc = reqv_post(&reqs, ck->comm, writing, sbuf[j], slen[j], p->aggr[j])))
 				break;
-			}
-			rc = writing ? loom_isend(sbuf[j], slen[j], LOOM_INT8, p->aggr[j], ck->comm,
-						  &reqs.q[reqs.n])
-				     : loom_irecv(sbuf[j], slen[j], LOOM_INT8, p->aggr[j], ck->comm,
-						  &reqs.q[reqs.n]);
-			if (rc)
-				break;
-			reqs.n++;
 		}
 		for (int i = 0; i < reqs.n; i++) {
 			int w = loom_wait(reqs.q[i]);
