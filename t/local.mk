@@ -15,6 +15,7 @@ EXTRA_DIST += t/lib/cluster.sh t/lib/test-lib.sh t/run-on-test-cluster t/lib/k8s
 
 # shell tests against the live cluster (they start it themselves)
 dist_check_SCRIPTS += \
+	t/t0000-harness.t \
 	t/t0001-cluster.t \
 	t/t0002-plugin-chain.t \
 	t/t0003-contrib.t \

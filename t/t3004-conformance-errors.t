@@ -23,7 +23,7 @@ for spec in "tcp -N2 -n4 4" "shm -N1 -n2 2" "auto -N2 -n2 2"; do
 	test_expect_success "timeout ($sargs, LOOM_TRANSPORT=$tr): the last rank skips an allreduce, the others get LOOM_ERR_TIMEOUT after LOOM_TIMEOUT=2 and the log names it" '
 		t0=$(date +%s)
 		LOOM_TRANSPORT='$tr' LOOM_TIMEOUT=2 timeout 60 srun --mpi=pmix '"$sargs"' "$CONF" --case timeout \
-			>"$TEST_TMP/e.out" 2>"$TEST_TMP/e.err"; rc=$?
+			>"$TEST_TMP/e.out" 2>"$TEST_TMP/e.err" && rc=0 || rc=$?
 		cat "$TEST_TMP/e.out"; grep -v "^conformance" "$TEST_TMP/e.err" | head -20
 		test $rc = 0 && verdicts timeout '$n' &&
 		grep -q "^ok 2 - rank '$((n - 1))' skips an allreduce" "$TEST_TMP/e.out" &&
@@ -37,7 +37,7 @@ for spec in "exit tcp -N2 -n4 4" "signal auto -N2 -n4 4" "signal shm -N1 -n2 2" 
 	how=$1 tr=$2 sargs="$3 $4" n=$5
 	test_expect_success "peer-lost ($sargs, LOOM_TRANSPORT=$tr, --kill $how): the others get LOOM_ERR_PEER_LOST within 15 s" '
 		LOOM_TRANSPORT='$tr' LOOM_TIMEOUT=60 timeout 90 srun --mpi=pmix '"$sargs"' "$CONF" --case peer-lost --kill '$how' \
-			>"$TEST_TMP/e.out" 2>"$TEST_TMP/e.err"; rc=$?
+			>"$TEST_TMP/e.out" 2>"$TEST_TMP/e.err" && rc=0 || rc=$?
 		cat "$TEST_TMP/e.out"; grep -v "^conformance" "$TEST_TMP/e.err" | head -20
 		test $rc != 124 || { echo "timed out: a survivor hung"; exit 1; }
 		verdicts peer-lost '$((n - 1))' &&
@@ -49,7 +49,7 @@ done
 for what in count coll dtype op root; do
 	test_expect_success "mismatch ($what, -N2 -n4, LOOM_CHECK=1): every rank gets LOOM_ERR_MISMATCH" '
 		LOOM_CHECK=1 LOOM_TIMEOUT=30 timeout 60 srun --mpi=pmix -N2 -n4 "$CONF" --case mismatch --mismatch '$what' \
-			>"$TEST_TMP/e.out" 2>"$TEST_TMP/e.err"; rc=$?
+			>"$TEST_TMP/e.out" 2>"$TEST_TMP/e.err" && rc=0 || rc=$?
 		cat "$TEST_TMP/e.out"; grep -v "^conformance" "$TEST_TMP/e.err" | head -20
 		test $rc = 0 && verdicts mismatch 4 && grep -q "^ok 2 - rank 1 differs" "$TEST_TMP/e.out"
 	'

@@ -18,7 +18,7 @@ for sargs in "-N2 -n4" "-N1 -n2"; do
 	for op in allreduce allgather reduce_scatter broadcast alltoall reduce; do
 		test_expect_success "loom-bench -o $op --check -b 8 -e 1M ($sargs): 18 rows, 0 wrong" '
 			timeout 300 srun --mpi=pmix '"$sargs"' "$B" -o '$op' -b 8 -e 1M -f 2 -n 3 -w 1 --check \
-				>"$TEST_TMP/b.out" 2>"$TEST_TMP/b.err"; rc=$?
+				>"$TEST_TMP/b.out" 2>"$TEST_TMP/b.err" && rc=0 || rc=$?
 			cat "$TEST_TMP/b.out" "$TEST_TMP/b.err"
 			test $rc = 0 &&
 			test $(grep -Ec "$row\$" "$TEST_TMP/b.out") = 18 &&
@@ -34,7 +34,7 @@ done
 
 test_expect_success 'loom-bench --check -d float16 --op avg and -d int64 --op prod on 3 ranks (odd size)' '
 	timeout 300 srun --mpi=pmix -N2 -n3 "$B" -o allreduce -d float16 --op avg -b 8 -e 256K -n 2 -w 1 --check >"$TEST_TMP/h.out" 2>&1 &&
-	timeout 300 srun --mpi=pmix -N2 -n3 "$B" -o reduce_scatter -d int64 --op prod -b 8 -e 256K -n 2 -w 1 --check >>"$TEST_TMP/h.out" 2>&1; rc=$?
+	timeout 300 srun --mpi=pmix -N2 -n3 "$B" -o reduce_scatter -d int64 --op prod -b 8 -e 256K -n 2 -w 1 --check >>"$TEST_TMP/h.out" 2>&1 && rc=0 || rc=$?
 	cat "$TEST_TMP/h.out"; test $rc = 0 && test $(grep -c "^# Wrong elements *: 0 OK" "$TEST_TMP/h.out") = 2
 '
 
@@ -42,7 +42,7 @@ mrow="$row +[0-9.]+ +[0-9.]+ +[0-9]+"
 if grep -q '^#define HAVE_MPI 1' "$LOOM_BUILD_DIR/config.h"; then
 test_expect_success 'loom-bench --peer mpi under srun --mpi=pmix (-N2 -n4): libloom and Open MPI share the step, both correct' '
 	timeout 300 srun --mpi=pmix -N2 -n4 "$B" -o allreduce -b 8 -e 1M -f 4 -n 3 -w 1 --check --peer mpi --memcpy \
-		>"$TEST_TMP/p.out" 2>"$TEST_TMP/p.err"; rc=$?
+		>"$TEST_TMP/p.out" 2>"$TEST_TMP/p.err" && rc=0 || rc=$?
 	cat "$TEST_TMP/p.out" "$TEST_TMP/p.err"
 	test $rc = 0 && test $(grep -Ec "$mrow +[0-9.]+\$" "$TEST_TMP/p.out") = 10 &&
 	grep -q "mpi_busbw" "$TEST_TMP/p.out" &&

@@ -30,8 +30,8 @@ test_need_cluster
 run_dp() {
 	# run_dp SRUN-ARGS -- PROGRAM-ARGS: output in $TEST_TMP/out.dp
 	local sa=$1; shift
-	srun --mpi=pmix $sa loom-dp-train "$@" >"$TEST_TMP/out.dp" 2>&1
-	local rc=$?
+	local rc=0
+	srun --mpi=pmix $sa loom-dp-train "$@" >"$TEST_TMP/out.dp" 2>&1 || rc=$?
 	cat "$TEST_TMP/out.dp"
 	return $rc
 }

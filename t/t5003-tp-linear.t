@@ -21,15 +21,15 @@ test_expect_success 'one process (tp 1): matches the serial matmul' '
 test_need_cluster
 
 test_expect_success '-N2 -n4, dp 2 x tp 2: output equals the serial matmul' '
-	srun --mpi=pmix -N2 -n4 loom-tp-linear --tp 2 >"$TEST_TMP/tp.out" 2>&1; rc=$?
+	srun --mpi=pmix -N2 -n4 loom-tp-linear --tp 2 >"$TEST_TMP/tp.out" 2>&1 && rc=0 || rc=$?
 	cat "$TEST_TMP/tp.out"; test $rc = 0 &&
 	grep -q "4 ranks: dp 2 x tp 2" "$TEST_TMP/tp.out" &&
 	grep -q "pass 10/10: Y == serial" "$TEST_TMP/tp.out" &&
 	grep -q "PASS: column-parallel Y equals the serial Y bit for bit; row-parallel Z" "$TEST_TMP/tp.out"
 '
 test_expect_success '-N2 -n4, tp 4 across both nodes: output equals the serial matmul' '
-	srun --mpi=pmix -N2 -n4 loom-tp-linear --tp 4 --batch 12 --hidden 96 >"$TEST_TMP/tp4.out" 2>&1
-	rc=$?; cat "$TEST_TMP/tp4.out"; test $rc = 0 &&
+	srun --mpi=pmix -N2 -n4 loom-tp-linear --tp 4 --batch 12 --hidden 96 >"$TEST_TMP/tp4.out" 2>&1 \
+		&& rc=0 || rc=$?; cat "$TEST_TMP/tp4.out"; test $rc = 0 &&
 	grep -q "dp 1 x tp 4" "$TEST_TMP/tp4.out" && grep -q "PASS: " "$TEST_TMP/tp4.out"
 '
 test_expect_success '-N2 -n4: a batch that does not split over tp is refused' '

@@ -18,7 +18,7 @@ test_need_cluster
 
 pipe() {
 	out=$1; shift
-	srun --mpi=pmix "$@" >"$TEST_TMP/$out" 2>&1; rc=$?
+	srun --mpi=pmix "$@" >"$TEST_TMP/$out" 2>&1 && rc=0 || rc=$?
 	cat "$TEST_TMP/$out"; return $rc
 }
 test_expect_success '-N2 -n4, 4 stages x 8 micro-batches: bit-identical to serial' '

@@ -19,12 +19,11 @@ test_need_cluster
 # sbatch_run NAME [ARGS]: submit examples/NAME.sbatch from a fresh directory,
 # wait for the job, show its output; succeeds when the job exited 0
 sbatch_run() {
-	local name=$1; shift
+	local name=$1 rc; shift
 	mkdir -p "$TEST_TMP/$name" &&
 	(cd "$TEST_TMP/$name" &&
 	 sbatch --wait -o "$TEST_TMP/$name/job.out" "$LOOM_SRC_DIR/examples/$name.sbatch" "$@" \
-		>"$TEST_TMP/$name/sbatch.out" 2>&1)
-	local rc=$?
+		>"$TEST_TMP/$name/sbatch.out" 2>&1) && rc=0 || rc=$?
 	cat "$TEST_TMP/$name/sbatch.out" "$TEST_TMP/$name/job.out" 2>/dev/null
 	return $rc
 }

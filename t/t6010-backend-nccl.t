@@ -12,7 +12,7 @@ why=$(cat "$TEST_TMP/gpu.err")
 
 if [ "${ngpu:-0}" -lt 1 ]; then
 	test_expect_success 'no GPU: LOOM_BACKEND=nccl fails cleanly with LOOM_ERR_UNSUPPORTED and says why' '
-		LOOM_BACKEND=nccl "$BCHECK" all >"$TEST_TMP/n.out" 2>&1; rc=$?
+		LOOM_BACKEND=nccl "$BCHECK" all >"$TEST_TMP/n.out" 2>&1 && rc=0 || rc=$?
 		cat "$TEST_TMP/n.out"
 		test $rc = 2 &&
 		grep -q "LOOM_BACKEND=nccl: no CUDA device" "$TEST_TMP/n.out" &&
@@ -27,13 +27,13 @@ n=$ngpu
 test_need_cluster
 cluster_plugstack none
 test_expect_success "mpi_check all on the nccl backend, $n rank(s) on one node (host buffers: native path)" '
-	LOOM_BACKEND=nccl timeout 300 srun --mpi=pmix -N1 -n'$n' "$BCHECK" all >"$TEST_TMP/g.out" 2>"$TEST_TMP/g.err"; rc=$?
+	LOOM_BACKEND=nccl timeout 300 srun --mpi=pmix -N1 -n'$n' "$BCHECK" all >"$TEST_TMP/g.out" 2>"$TEST_TMP/g.err" && rc=0 || rc=$?
 	tail -20 "$TEST_TMP/g.err"
 	test $rc = 0 && grep -q "mpi_check summary: backend=nccl ranks='$n' checks=[0-9]* failed=0" "$TEST_TMP/g.out"
 '
 if [ -n "$CONF" ]; then
 	test_expect_success "conformance suite, LOOM_BACKEND=nccl, $n rank(s)" '
-		LOOM_BACKEND=nccl timeout 400 srun --mpi=pmix -N1 -n'$n' "$CONF" >"$TEST_TMP/c.out" 2>"$TEST_TMP/c.err"; rc=$?
+		LOOM_BACKEND=nccl timeout 400 srun --mpi=pmix -N1 -n'$n' "$CONF" >"$TEST_TMP/c.out" 2>"$TEST_TMP/c.err" && rc=0 || rc=$?
 		grep "^not ok" "$TEST_TMP/c.out"
 		test $rc = 0 && grep -E "^# conformance backend=nccl ranks='$n': ([0-9]+)/\1 passed" "$TEST_TMP/c.out"
 	'

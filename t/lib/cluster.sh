@@ -24,6 +24,11 @@ cluster_why_not() {
 	return 1
 }
 
+# loom_rand N: a number in [0, N). $RANDOM is bash's; dash has none.
+loom_rand() {
+	echo $(( $(od -An -N4 -tu4 /dev/urandom | tr -d ' ') % $1 ))
+}
+
 _cluster_port_free() {
 	! ss -Htan 2>/dev/null | awk '{print $4}' | grep -q ":$1\$"
 }
@@ -33,7 +38,7 @@ _cluster_port_free() {
 _cluster_pick_ports() {
 	local n=$1 tries=0 base p ok
 	while [ $tries -lt 50 ]; do
-		base=$(( 20000 + ( ($$ * 7 + RANDOM + tries * 131) % 4000 ) * 10 ))
+		base=$(( 20000 + $(loom_rand 4000) * 10 ))
 		ok=1
 		for p in $(seq $base $((base + n + 1))); do
 			_cluster_port_free $p || { ok=0; break; }

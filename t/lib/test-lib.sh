@@ -2,11 +2,15 @@
 #
 #   . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 #   test_expect_success 'what it shows' 'commands'
-#   test_expect_failure_msg 'what' 'pattern' 'command that must fail'
+#   test_skip 'what' 'why'          (decided from the build, never a failure)
 #   test_done
-# Each test runs in a subshell with `set -e` semantics off; the last
-# command's status decides. Output of failing tests is echoed as TAP
-# diagnostics.
+# Inside a body: test_must_fail_with PATTERN CMD... (CMD fails, its output
+# matches PATTERN).
+# Each body runs in a subshell under `set -e`: any command that fails
+# outside a condition (if, while, &&, ||, !) fails the test, not only the
+# last one. Output of failing tests is echoed as TAP diagnostics.
+# The scripts are POSIX sh (make check runs them with /bin/sh, dash on
+# Debian); `local` is the one extension they use.
 
 : "${LOOM_SRC_DIR:?run through make check (LOOM_SRC_DIR unset)}"
 : "${LOOM_BUILD_DIR:?run through make check (LOOM_BUILD_DIR unset)}"
@@ -25,15 +29,19 @@ skip_all() {
 	exit 0
 }
 
+# stdout and stderr of the test body land in $TEST_TMP/out. The call must
+# stay a plain command: in a condition, the shell would ignore set -e in
+# the whole subshell.
 _test_run() {
-	# stdout and stderr of the test body land in $TEST_TMP/out
-	( eval "$1" ) >"$TEST_TMP/out" 2>&1
+	( set -e; eval "$1" ) >"$TEST_TMP/out" 2>&1
 }
 
 test_expect_success() {
-	local desc=$1 body=$2
+	local desc=$1 body=$2 rc
 	test_count=$((test_count + 1))
-	if _test_run "$body"; then
+	_test_run "$body"
+	rc=$?
+	if [ $rc -eq 0 ]; then
 		say_tap "ok $test_count - $desc"
 	else
 		test_failures=$((test_failures + 1))
@@ -57,10 +65,9 @@ test_done() {
 # test_must_fail_with PATTERN CMD...: CMD exits non-zero and its combined
 # output matches the extended regex PATTERN.
 test_must_fail_with() {
-	local pat=$1 out rc
+	local pat=$1 out rc=0
 	shift
-	out=$("$@" 2>&1)
-	rc=$?
+	out=$("$@" 2>&1) || rc=$?
 	printf '%s\n' "$out"
 	if [ $rc -eq 0 ]; then echo "expected failure, got exit 0"; return 1; fi
 	printf '%s\n' "$out" | grep -Eq -- "$pat" || { echo "output lacks /$pat/"; return 1; }

@@ -19,7 +19,7 @@ t_srun() {
 free_port() {
 	local p
 	for _ in $(seq 1 100); do
-		p=$(( 30000 + (RANDOM * 7 + $$) % 25000 ))
+		p=$(( 30000 + $(loom_rand 25000) ))
 		if ! ss -Htan 2>/dev/null | awk '{print $4}' | grep -q ":$p\$"; then
 			echo $p
 			return 0
@@ -39,6 +39,6 @@ env_srun() {
 
 all_ranks_passed() {
 	local n
-	n=$(grep -c -- "$3" "$1")
+	n=$(grep -c -- "$3" "$1") || n=0
 	[ "$n" -eq "$2" ] || { echo "expected $2 ranks with /$3/, got $n"; cat "$1"; return 1; }
 }
