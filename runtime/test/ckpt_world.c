@@ -11,7 +11,12 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static loom_comm_t *w;
@@ -185,17 +190,66 @@ static void t_open_errors(void)
 	e = cap_end();
 	is_int(rc, LOOM_ERR_IO, "a missing directory: LOOM_ERR_IO");
 	like(e, p, "... the message names the directory");
-	if (getuid() != 0) {
-		snprintf(p, sizeof p, "%s/ro", base);
-		mkdir(p, 0555);
-		cap_begin();
-		rc = loom_ckpt_open(w, p, &ck);
-		e = cap_end();
-		is_int(rc, LOOM_ERR_IO, "an unwritable directory: LOOM_ERR_IO");
-		like(e, "not writable", "... saying so");
-	} else {
-		skip(2, "root can write anywhere");
+}
+
+/* An unwritable directory, opened by a user that is not root (root may
+ * write anywhere): a child process, dropped to nobody when this runs as
+ * root, opens a 0555 directory of the test's with a world of its own and
+ * reports loom_ckpt_open's code, its log lines and its uid on a pipe.
+ * Runs before the parent's loom_init (the child's world is its own). */
+static void t_unwritable(void)
+{
+	char p[400], want[500], out[8192];
+	int fd[2], status = -1, rc = 1, uid = -1;
+	size_t n = 0;
+	ssize_t got;
+	pid_t pid;
+	snprintf(p, sizeof p, "%s/ro", base);
+	snprintf(want, sizeof want, "checkpoint directory %s is not writable: Permission denied", p);
+	if (chmod(base, 0755) != 0 || mkdir(p, 0555) != 0 || chmod(p, 0555) != 0 || pipe(fd) != 0) {
+		ok(0, "set up %s: %s", p, strerror(errno));
+		return;
 	}
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		loom_comm_t *cw;
+		loom_ckpt_t *ck = NULL;
+		close(fd[0]);
+		dup2(fd[1], 2);
+		if (geteuid() == 0) {
+			struct passwd *pw = getpwnam("nobody");
+			uid_t u = pw ? pw->pw_uid : 65534;
+			gid_t g = pw ? pw->pw_gid : 65534;
+			if (setgroups(0, NULL) != 0 || setgid(g) != 0 || setuid(u) != 0) {
+				dprintf(fd[1], "cannot become uid %d: %s\n", (int)u, strerror(errno));
+				_exit(3);
+			}
+		}
+		if (loom_init(&cw) != LOOM_SUCCESS)
+			_exit(4);
+		int r = loom_ckpt_open(cw, p, &ck);
+		fflush(stderr);
+		dprintf(fd[1], "\nrc=%d uid=%d handle=%s\n", r, (int)geteuid(), ck ? "yes" : "no");
+		if (ck)
+			loom_ckpt_close(ck);
+		loom_finalize(cw);
+		_exit(0);
+	}
+	close(fd[1]);
+	while (pid > 0 && n < sizeof out - 1 && (got = read(fd[0], out + n, sizeof out - 1 - n)) > 0)
+		n += (size_t)got;
+	out[n] = 0;
+	close(fd[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	is_int(status, 0, "unwritable directory: the child ran and exited 0");
+	const char *r = strstr(out, "\nrc=");
+	if (!r || sscanf(r, "\nrc=%d uid=%d", &rc, &uid) != 2)
+		diag("child said: %s", out);
+	ok(uid > 0, "... as a user that is not root (uid %d)", uid);
+	is_int(rc, LOOM_ERR_IO, "an unwritable directory: LOOM_ERR_IO");
+	like(out, "handle=no", "... and no handle");
+	like(out, want, "... saying so, naming the directory");
 }
 
 static void t_commit_and_keep(const char *mode)
@@ -519,6 +573,7 @@ int main(void)
 	snprintf(base, sizeof base, "/tmp/loom-ckpt-test.XXXXXX");
 	if (!mkdtemp(base))
 		skip_all("mkdtemp failed");
+	t_unwritable();
 	if (loom_init(&w) != LOOM_SUCCESS || loom_comm_size(w) != 1)
 		skip_all("needs a world of size 1");
 	/* small chunks and windows: many rounds and chunk boundaries */
