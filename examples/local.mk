@@ -29,4 +29,5 @@ dist_example_DATA = examples/dp_train.sbatch examples/mesh.sbatch \
 
 # their tests, on the live cluster
 dist_check_SCRIPTS += t/t5001-dp-train.t t/t5002-mesh.t t/t5003-tp-linear.t \
-	t/t5004-pipeline.t t/t5005-matmul-io.t t/t5006-sbatch.t
+	t/t5004-pipeline.t t/t5005-matmul-io.t t/t5006-sbatch.t \
+	t/t5007-hello.t

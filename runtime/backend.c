@@ -2,11 +2,32 @@
  * section (always built, whatever configure found). */
 #include "loom_internal.h"
 
+#include <string.h>
+
 const char *loom_comm_backend(const loom_comm_t *c)
 {
 	if (!c)
 		return NULL;
 	return c->bx ? c->bx->name : c->ops->name;
+}
+
+const char *loom_comm_bootstrap(const loom_comm_t *c)
+{
+	if (!c || !c->w)
+		return NULL;
+	/* the MPI backend's world is MPI's; w->how there is prose for logs */
+	return c->bx && !strcmp(c->bx->name, "mpi") ? "mpi" : c->w->how;
+}
+
+const char *loom_comm_peer_transport(const loom_comm_t *c, int peer)
+{
+	if (!c || peer < 0 || peer >= c->size)
+		return NULL;
+	if (c->bx)
+		return c->bx->name;
+	if (peer == c->rank)
+		return "self";
+	return loom_comm_uses_shm(c, peer) ? "shm" : "tcp";
 }
 
 int loom_comm_set_stream(loom_comm_t *c, void *stream)

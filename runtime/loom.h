@@ -127,6 +127,14 @@ const char *loom_comm_name(const loom_comm_t *comm);
 /* ---- backends (runtime/backend_*.c) ----
  * Which backend comm runs on: "native", "mpi" or "nccl". */
 const char *loom_comm_backend(const loom_comm_t *comm);
+/* How comm's world was formed: "pmix" (srun --mpi=pmix), "env" (the
+ * RANK/WORLD_SIZE/MASTER_ADDR rendezvous), "single" (a world of one),
+ * "mpi" (the MPI backend: formed by MPI). NULL for a NULL comm. */
+const char *loom_comm_bootstrap(const loom_comm_t *comm);
+/* What carries comm's messages to peer on the native backend: "self",
+ * "shm" (shared memory, same node) or "tcp"; on the other backends their
+ * name ("mpi", "nccl"). NULL for a bad comm or peer. */
+const char *loom_comm_peer_transport(const loom_comm_t *comm, int peer);
 /* NCCL backend: enqueue comm's device-memory operations on this CUDA
  * stream (a cudaStream_t; NULL: the library's own stream). A blocking
  * call still returns only when its work on the stream is done.
