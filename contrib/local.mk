@@ -10,5 +10,5 @@ EXTRA_DIST += \
 	contrib/debian/slurm-spank-loom.install contrib/debian/slurm-spank-loom.docs \
 	contrib/debian/libloom0.install contrib/debian/libloom-dev.install \
 	contrib/debian/loom-tools.install \
-	contrib/build-deb contrib/install-deps
+	contrib/build-deb contrib/build-rpm contrib/install-deps
 EXTRA_DIST += contrib/monitoring/grafana-loom.json contrib/monitoring/README.md

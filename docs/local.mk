@@ -1,6 +1,11 @@
 # docs/: the environment contract between plugin and runtime, man pages.
 EXTRA_DIST += docs/environment.md
-dist_man_MANS = docs/man/loom.3 docs/man/loom_dp.3 docs/man/loom_ckpt.3 docs/man/loom.8
+dist_man_MANS = docs/man/loom.3 docs/man/loom_dp.3 docs/man/loom_ckpt.3 docs/man/loom.8 \
+	docs/man/loom-bench.1 docs/man/loom-ckpt-bench.1 docs/man/loom-examples.1
+
+# the example commands' pages: .so links to loom-examples(1)
+LOOM_EXAMPLE_MAN1_LINKS = loom-hello loom-dp-train loom-tp-linear loom-pipeline \
+	loom-mesh loom-matmul-io
 
 # loom_<function>(3) pages: each is a .so link to loom(3)
 LOOM_MAN3_LINKS = loom_init loom_init_backend loom_finalize loom_comm_rank \
@@ -16,7 +21,9 @@ LOOM_CKPT_MAN3_LINKS = loom_ckpt_open loom_ckpt_tensor loom_ckpt_should_stop \
 	loom_ckpt_resume_step loom_ckpt_close
 
 install-data-hook:
-	$(MKDIR_P) '$(DESTDIR)$(man3dir)'
+	$(MKDIR_P) '$(DESTDIR)$(man3dir)' '$(DESTDIR)$(man1dir)'
+	for f in $(LOOM_EXAMPLE_MAN1_LINKS); do \
+		echo '.so man1/loom-examples.1' >'$(DESTDIR)$(man1dir)'/$$f.1 || exit 1; done
 	for f in $(LOOM_MAN3_LINKS); do \
 		echo '.so man3/loom.3' >'$(DESTDIR)$(man3dir)'/$$f.3 || exit 1; done
 	for f in $(LOOM_DP_MAN3_LINKS); do \
@@ -27,3 +34,4 @@ install-data-hook:
 uninstall-hook:
 	for f in $(LOOM_MAN3_LINKS) $(LOOM_DP_MAN3_LINKS) $(LOOM_CKPT_MAN3_LINKS); do \
 		rm -f '$(DESTDIR)$(man3dir)'/$$f.3; done
+	for f in $(LOOM_EXAMPLE_MAN1_LINKS); do rm -f '$(DESTDIR)$(man1dir)'/$$f.1; done

@@ -19,4 +19,19 @@ test_expect_success 'every function loom.h declares is in a man page' '
 	done &&
 	{ test -z "$missing" || { echo "undocumented:$missing"; false; }; }
 '
+test_expect_success 'every installed command has a man page (a .so link names an installed page)' '
+	make -s -C "$LOOM_BUILD_DIR" install DESTDIR="$TEST_TMP/inst" prefix=/usr \
+		>"$TEST_TMP/install.out" 2>&1 || { tail -20 "$TEST_TMP/install.out"; false; } &&
+	cmds=$(ls "$TEST_TMP/inst/usr/bin") &&
+	test $(echo $cmds | wc -w) -ge 8 &&
+	missing="" &&
+	for c in $cmds; do
+		page="$TEST_TMP/inst/usr/share/man/man1/$c.1"
+		if [ ! -s "$page" ]; then missing="$missing $c"; continue; fi
+		# a .so link must name a page that was installed too
+		so=$(sed -n "s/^\.so //p" "$page")
+		[ -z "$so" ] || [ -s "$TEST_TMP/inst/usr/share/man/$so" ] || missing="$missing $c(->$so)"
+	done &&
+	{ test -z "$missing" || { echo "no man page:$missing"; false; }; }
+'
 test_done
