@@ -93,6 +93,10 @@ test_need_cluster() {
 		say_tap "not ok 1 - start the test cluster"
 		exit 1
 	fi
+	# a batch job without -o writes its output under the test's directory,
+	# not where make check runs (make distcheck checks that)
+	SBATCH_OUTPUT=$TEST_TMP/slurm-%j.out
+	export SBATCH_OUTPUT
 }
 
 # Scripts about loom.so itself: skip when it was not built (configure
