@@ -10,26 +10,21 @@ cluster_plugstack none
 
 for tr in auto tcp shm; do
 	test_expect_success "srun -N2 -n4, LOOM_TRANSPORT=$tr: every collective right" "
-		LOOM_TRANSPORT=$tr env_srun -N2 -n4 -- \$COLL coll 1048579 >\$TEST_TMP/o 2>&1;
-		all_ranks_passed \$TEST_TMP/o 4 'all checks passed (4 ranks)'
+		LOOM_TRANSPORT=$tr ranks_pass 4 'all checks passed (4 ranks)' env_srun -N2 -n4 -- \$COLL coll 1048579
 	"
 done
 for tr in shm tcp; do
 	test_expect_success "srun -N1 -n2 (one node), LOOM_TRANSPORT=$tr: every collective right" "
-		LOOM_TRANSPORT=$tr env_srun -N1 -n2 -- \$COLL coll 1048579 >\$TEST_TMP/o 2>&1;
-		all_ranks_passed \$TEST_TMP/o 2 'all checks passed (2 ranks)'
+		LOOM_TRANSPORT=$tr ranks_pass 2 'all checks passed (2 ranks)' env_srun -N1 -n2 -- \$COLL coll 1048579
 	"
 done
 test_expect_success 'srun -N2 -n2 (one rank per node): every collective right' '
-	env_srun -N2 -n2 -- $COLL coll 1048579 >$TEST_TMP/o 2>&1;
-	all_ranks_passed $TEST_TMP/o 2 "all checks passed (2 ranks)"
+	ranks_pass 2 "all checks passed (2 ranks)" env_srun -N2 -n2 -- $COLL coll 1048579
 '
 test_expect_success 'srun -N2 -n3 (non-power-of-two, uneven nodes): every collective right' '
-	env_srun -N2 -n3 -- $COLL coll 300007 >$TEST_TMP/o 2>&1;
-	all_ranks_passed $TEST_TMP/o 3 "all checks passed (3 ranks)"
+	ranks_pass 3 "all checks passed (3 ranks)" env_srun -N2 -n3 -- $COLL coll 300007
 '
 test_expect_success 'LOOM_CHECK=1 lets matching calls through' '
-	LOOM_CHECK=1 env_srun -N2 -n4 -- $COLL coll >$TEST_TMP/o 2>&1;
-	all_ranks_passed $TEST_TMP/o 4 "all checks passed (4 ranks)"
+	LOOM_CHECK=1 ranks_pass 4 "all checks passed (4 ranks)" env_srun -N2 -n4 -- $COLL coll
 '
 test_done

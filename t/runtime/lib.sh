@@ -7,10 +7,21 @@
 #                      srun with the torch variables set by hand (RANK,
 #                      WORLD_SIZE, MASTER_ADDR=first node, MASTER_PORT free),
 #                      i.e. the env bootstrap, independent of the plugin
+#   ranks_pass N PATTERN CMD...
+#                      CMD (an srun, or ranks started by hand) exits 0 AND
+#                      its output, kept in $TEST_TMP/o, holds PATTERN once
+#                      for each of N ranks: a failure after the pass line
+#                      (loom_finalize, a crash at exit) fails the test
 #   all_ranks_passed FILE N PATTERN
-#                      FILE holds PATTERN once for each of N ranks
+#                      FILE holds PATTERN once for each of N ranks (only
+#                      the lines; ranks_pass also checks the exit status)
+#   marker_dir         a fresh, empty directory under $TEST_TMP for the
+#                      ranks' marker files (LOOM_T_MARKERS of coll-check)
 COLL=$LOOM_BUILD_DIR/t/runtime/coll-check
 export COLL
+
+# loom_rand lives in cluster.sh; t2000 runs without a cluster
+command -v loom_rand >/dev/null 2>&1 || . "$LOOM_SRC_DIR/t/lib/cluster.sh"
 
 t_srun() {
 	timeout -k 10 "${LOOM_T2_SRUN_TIMEOUT:-180}" srun "$@"
@@ -41,4 +52,23 @@ all_ranks_passed() {
 	local n
 	n=$(grep -c -- "$3" "$1") || n=0
 	[ "$n" -eq "$2" ] || { echo "expected $2 ranks with /$3/, got $n"; cat "$1"; return 1; }
+}
+
+ranks_pass() {
+	local n=$1 pat=$2 rc=0
+	shift 2
+	"$@" >"$TEST_TMP/o" 2>&1 || rc=$?
+	all_ranks_passed "$TEST_TMP/o" "$n" "$pat" || { echo "(exit status $rc)"; return 1; }
+	[ "$rc" -eq 0 ] || {
+		echo "every rank printed /$pat/ but the exit status is $rc, not 0:"
+		cat "$TEST_TMP/o"
+		return 1
+	}
+}
+
+marker_dir() {
+	local d
+	d=$(mktemp -d "$TEST_TMP/markers.XXXXXX") || return 1
+	chmod 777 "$d"
+	echo "$d"
 }
