@@ -8,10 +8,11 @@ T_LOG_COMPILER = $(SHELL)
 AM_TESTS_ENVIRONMENT = \
 	LOOM_SRC_DIR='$(abs_top_srcdir)'; LOOM_BUILD_DIR='$(abs_top_builddir)'; \
 	PATH='$(abs_top_builddir)/examples:$(abs_top_builddir)/t:'"$$PATH"; \
-	export LOOM_SRC_DIR LOOM_BUILD_DIR PATH;
+	LOOM_TEST_LOGS='$(TEST_LOGS)'; \
+	export LOOM_SRC_DIR LOOM_BUILD_DIR PATH LOOM_TEST_LOGS;
 
 noinst_HEADERS += t/tap.h
-EXTRA_DIST += t/lib/cluster.sh t/lib/test-lib.sh t/run-on-test-cluster t/lib/k8s-schema.py
+EXTRA_DIST += t/lib/cluster.sh t/lib/test-lib.sh t/run-on-test-cluster t/lib/k8s-schema.py t/README.md
 
 # shell tests against the live cluster (they start it themselves)
 dist_check_SCRIPTS += \
@@ -21,3 +22,9 @@ dist_check_SCRIPTS += \
 	t/t0003-contrib.t \
 	t/t0005-man.t
 TESTS += $(dist_check_SCRIPTS)
+
+# the per-area summary comes last: its log waits for every other test's
+# (a variable as target, so that automake keeps its own rule for it)
+dist_check_SCRIPTS += t/t9999-summary.t
+LOOM_SUMMARY_LOG = t/t9999-summary.log
+$(LOOM_SUMMARY_LOG): $(filter-out $(LOOM_SUMMARY_LOG),$(TEST_LOGS))
