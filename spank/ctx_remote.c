@@ -18,6 +18,7 @@
 #include "hostlist.h"
 #include "launch_env.h"
 #include "loom_spank.h"
+#include "master_addr.h"
 #include "requeue.h"
 
 static struct loom_task_plan *plan;     /* one per local task, NULL: no binding */
@@ -26,6 +27,10 @@ static int plan_simulated;              /* topology from a fixture, not this hos
 /* An error found in user_init fails every task in task_init: Slurm 22.05's
  * srun exits 0 when user_init fails, but not when the tasks fail. */
 static char node_error[1200];
+/* MASTER_ADDR of the step, worked out once per node in user_init, and
+ * the warning its first task gives when no address of it resolves */
+static char step_master[256];
+static char master_warning[600];
 
 static int regular_step(spank_t sp)
 {
@@ -110,13 +115,36 @@ static int get_remote(void *ctx, const char *name, char *buf, int len)
 	return getenv_sp((spank_t)ctx, name, buf, len);
 }
 
+/* The step's first node, by a name or an address that resolves here. */
+static void find_master(spank_t sp)
+{
+	char list[8192], first[256], note[512];
+	int warn;
+
+	step_master[0] = '\0';
+	if ((!getenv_sp(sp, "SLURM_STEP_NODELIST", list, sizeof list) &&
+	     !getenv_sp(sp, "SLURM_JOB_NODELIST", list, sizeof list)) ||
+	    loom_hostlist_first(list, first, sizeof first) < 0 ||
+	    loom_master_addr(first, NULL, step_master, sizeof step_master, note, sizeof note, &warn) < 0) {
+		step_master[0] = '\0';
+		return;
+	}
+	if (warn)
+		snprintf(master_warning, sizeof master_warning, "%s", note);
+	else if (note[0])
+		slurm_info(LOOM_PREFIX "%s", note);
+}
+
 int loom_remote_user_init(spank_t sp)
 {
 	char err[1200];
 
 	node_error[0] = '\0';
+	master_warning[0] = '\0';
 	if (loom_env_options(get_remote, sp) < 0)
 		return -1;
+	if (regular_step(sp))
+		find_master(sp);
 	if (loom_eff.ckpt_dir[0]) {
 		uint32_t job = 0;
 		char dir[LOOM_CKPT_PATH_MAX];
@@ -306,10 +334,10 @@ static int task_info(spank_t sp, struct loom_task_info *ti)
 		local_count = (uint32_t)n;
 	}
 	ti->local_world_size = local_count;
-	if ((getenv_sp(sp, "SLURM_STEP_NODELIST", buf, sizeof buf) ||
-	     getenv_sp(sp, "SLURM_JOB_NODELIST", buf, sizeof buf)) &&
-	    loom_hostlist_first(buf, ti->master_addr, sizeof ti->master_addr) == 0)
+	if (step_master[0] && strlen(step_master) < sizeof ti->master_addr) {
+		strcpy(ti->master_addr, step_master);
 		return 0;
+	}
 	slurm_error(LOOM_PREFIX "cannot find the first host of the step's node list (SLURM_STEP_NODELIST)");
 	return -1;
 }
@@ -397,6 +425,8 @@ int loom_remote_task_init(spank_t sp)
 		if (p->nccl_ib_hca[0] && !loom_config_nccl(&loom_cfg, "NCCL_IB_HCA"))
 			loom_envlist_add(env, "NCCL_IB_HCA", p->nccl_ib_hca, LOOM_OPT_AFFINITY);
 	}
+	if (master_warning[0] && ti.rank == 0 && loom_eff.env == LOOM_ENV_TORCH)
+		user_msg("warning: ", master_warning);
 	loom_launch_env(&loom_cfg, loom_eff.env, &ti, bound, env);
 	if (loom_env_apply(&loom_cfg, env, &ops) > 0) {
 		slurm_error(LOOM_PREFIX "could not set the launch environment of task %u", ti.rank);

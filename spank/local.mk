@@ -4,6 +4,7 @@ SPANK_CORE_SOURCES = \
 	spank/options.c spank/options.h \
 	spank/plugstack_config.c spank/plugstack_config.h \
 	spank/hostlist.c spank/hostlist.h \
+	spank/master_addr.c spank/master_addr.h \
 	spank/port.c spank/port.h \
 	spank/launch_env.c spank/launch_env.h \
 	spank/ckpt.c spank/ckpt.h \
@@ -35,7 +36,8 @@ SPANK_UNIT_TESTS = \
 	spank/test/ckpt \
 	spank/test/requeue \
 	spank/test/affinity \
-	spank/test/fuzz
+	spank/test/fuzz \
+	spank/test/master_addr
 check_PROGRAMS += $(SPANK_UNIT_TESTS)
 TESTS += $(SPANK_UNIT_TESTS)
 spank_test_plugstack_config_SOURCES = spank/test/plugstack_config.c spank/plugstack_config.c spank/options.c
@@ -45,6 +47,9 @@ spank_test_options_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_hostlist_SOURCES = spank/test/hostlist.c spank/hostlist.c
 spank_test_hostlist_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_hostlist_LDADD = -lslurm
+spank_test_master_addr_SOURCES = spank/test/master_addr.c spank/master_addr.c
+spank_test_master_addr_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_master_addr_LDADD = -lslurm
 spank_test_port_SOURCES = spank/test/port.c spank/port.c
 spank_test_port_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_launch_env_SOURCES = spank/test/launch_env.c spank/launch_env.c spank/port.c \
@@ -73,7 +78,7 @@ endif
 EXTRA_DIST += t/fixtures/gen-topology.py t/fixtures/dgx-h100.xml t/fixtures/gpu4-1numa.xml \
 	t/fixtures/nogpu-2numa.xml spank/test/libslurm.supp
 dist_check_SCRIPTS += t/t1001-launch-env.t t/t1002-options.t t/t1003-affinity.t \
-	t/t1004-rendezvous.t t/t1005-fuzz-valgrind.t
+	t/t1004-rendezvous.t t/t1005-fuzz-valgrind.t t/t1006-master-addr.t
 
 if BUILD_SPANK
 check_PROGRAMS += spank/test/rendezvous

@@ -8,7 +8,8 @@
 # Everything lives in $LOOM_CLUSTER_DIR (a fresh directory per test script).
 #
 # Knobs (environment): LOOM_TEST_NODES (default 2), LOOM_TEST_CPUS (per node,
-# default 2), LOOM_TEST_PLUGIN (path of loom.so, default the build tree's).
+# default 2), LOOM_TEST_PLUGIN (path of loom.so, default the build tree's),
+# LOOM_TEST_RESOLVE_NODES=0 (node names n1.. do not resolve in the jobs).
 #
 # Each slurmd runs in its own mount namespace with two bind mounts:
 #  - a per-node PMIx client tmpdir at /var/tmp/loom-pmix-<id>, because two
@@ -203,11 +204,15 @@ PartitionName=high Nodes=n[1-$nodes] MaxTime=INFINITE State=UP PriorityTier=10 P
 CONF
 	echo "PMIxCliTmpDirBase=/var/tmp/loom-pmix-${dir##*.}" >"$dir/mpi.conf"
 	mkdir -p "/var/tmp/loom-pmix-${dir##*.}"
+	# LOOM_TEST_RESOLVE_NODES=0: node names that do not resolve (NodeAddr
+	# localhost only), as on clusters without DNS entries for NodeName
 	{
 		grep -v '^[[:space:]]*$' /etc/hosts 2>/dev/null
-		printf '127.0.0.1'
-		for i in $(seq 1 "$nodes"); do printf ' n%s' "$i"; done
-		echo
+		if [ "${LOOM_TEST_RESOLVE_NODES:-1}" != 0 ]; then
+			printf '127.0.0.1'
+			for i in $(seq 1 "$nodes"); do printf ' n%s' "$i"; done
+			echo
+		fi
 	} >"$dir/etc/hosts"
 
 	SLURM_CONF=$dir/slurm.conf
