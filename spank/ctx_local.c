@@ -31,6 +31,11 @@ int loom_local_post_opt(spank_t sp)
 		slurm_error(LOOM_PREFIX "--loom-gpus-per-task and --loom-affinity=map:... both say which GPUs a task gets: give one");
 		return -1;
 	}
+	/* options that would silently do nothing: say so, on the user's terminal */
+	char warn[LOOM_NOOP_MAX][256];
+	int nw = loom_opts_noops(&loom_eff, loom_user_set, warn, LOOM_NOOP_MAX);
+	for (int i = 0; i < nw; i++)
+		fprintf(stderr, LOOM_PREFIX "warning: %s\n", warn[i]);
 	/* an existing checkpoint directory the user cannot write fails here,
 	 * before the job queues; a missing one is created on the nodes */
 	if (loom_eff.ckpt_dir[0]) {

@@ -31,6 +31,9 @@ static char node_error[1200];
  * the warning its first task gives when no address of it resolves */
 static char step_master[256];
 static char master_warning[600];
+/* --loom-gpus-per-task on a node where the step has no GPU: its first
+ * task says so */
+static int gpus_per_task_noop;
 
 static int regular_step(spank_t sp)
 {
@@ -99,6 +102,7 @@ static int plan_affinity(spank_t sp)
 		snprintf(node_error, sizeof node_error, "%s", err);
 		goto out;
 	}
+	gpus_per_task_noop = (loom_user_set & (1u << LOOM_OPT_GPUS_PER_TASK)) && grant.n == 0;
 	plan_ntasks = (int)ntasks;
 	rc = 0;
 out:
@@ -141,6 +145,7 @@ int loom_remote_user_init(spank_t sp)
 
 	node_error[0] = '\0';
 	master_warning[0] = '\0';
+	gpus_per_task_noop = 0;
 	if (loom_env_options(get_remote, sp) < 0)
 		return -1;
 	if (regular_step(sp))
@@ -427,6 +432,13 @@ int loom_remote_task_init(spank_t sp)
 	}
 	if (master_warning[0] && ti.rank == 0 && loom_eff.env == LOOM_ENV_TORCH)
 		user_msg("warning: ", master_warning);
+	if (gpus_per_task_noop && ti.local_rank == 0) {
+		char host[64] = "?", msg[300];
+		getenv_sp(sp, "SLURMD_NODENAME", host, sizeof host);
+		snprintf(msg, sizeof msg, "--loom-gpus-per-task=%d does nothing on node %s: the step has "
+			 "no GPUs there (its tasks get CPUs and NUMA memory only)", loom_eff.gpus_per_task, host);
+		user_msg("warning: ", msg);
+	}
 	loom_launch_env(&loom_cfg, loom_eff.env, &ti, bound, env);
 	if (loom_env_apply(&loom_cfg, env, &ops) > 0) {
 		slurm_error(LOOM_PREFIX "could not set the launch environment of task %u", ti.rank);

@@ -37,7 +37,8 @@ SPANK_UNIT_TESTS = \
 	spank/test/requeue \
 	spank/test/affinity \
 	spank/test/fuzz \
-	spank/test/master_addr
+	spank/test/master_addr \
+	spank/test/option_noops
 check_PROGRAMS += $(SPANK_UNIT_TESTS)
 TESTS += $(SPANK_UNIT_TESTS)
 spank_test_plugstack_config_SOURCES = spank/test/plugstack_config.c spank/plugstack_config.c spank/options.c
@@ -50,6 +51,8 @@ spank_test_hostlist_LDADD = -lslurm
 spank_test_master_addr_SOURCES = spank/test/master_addr.c spank/master_addr.c
 spank_test_master_addr_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_master_addr_LDADD = -lslurm
+spank_test_option_noops_SOURCES = spank/test/option_noops.c spank/options.c
+spank_test_option_noops_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_port_SOURCES = spank/test/port.c spank/port.c
 spank_test_port_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_launch_env_SOURCES = spank/test/launch_env.c spank/launch_env.c spank/port.c \
@@ -78,7 +81,8 @@ endif
 EXTRA_DIST += t/fixtures/gen-topology.py t/fixtures/dgx-h100.xml t/fixtures/gpu4-1numa.xml \
 	t/fixtures/nogpu-2numa.xml spank/test/libslurm.supp
 dist_check_SCRIPTS += t/t1001-launch-env.t t/t1002-options.t t/t1003-affinity.t \
-	t/t1004-rendezvous.t t/t1005-fuzz-valgrind.t t/t1006-master-addr.t
+	t/t1004-rendezvous.t t/t1005-fuzz-valgrind.t t/t1006-master-addr.t \
+	t/t1007-option-warnings.t
 
 if BUILD_SPANK
 check_PROGRAMS += spank/test/rendezvous

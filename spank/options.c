@@ -351,3 +351,23 @@ int loom_opt_parse(enum loom_opt_id id, const char *value, struct loom_opts *o,
 		return -1;
 	}
 }
+
+int loom_opts_noops(const struct loom_opts *o, unsigned user_set, char (*warn)[256], int max)
+{
+	int n = 0;
+	if ((user_set & (1u << LOOM_OPT_GPUS_PER_TASK)) && o->affinity.mode == LOOM_AFF_NONE && n < max)
+		snprintf(warn[n++], sizeof warn[0],
+			 "--loom-gpus-per-task=%d does nothing with --loom-affinity=none: GPUs are "
+			 "given to tasks only when loom binds them (add --loom-affinity=closest)",
+			 o->gpus_per_task);
+	if ((user_set & (1u << LOOM_OPT_CKPT_SIGNAL)) && !o->ckpt_dir[0] && n < max)
+		snprintf(warn[n++], sizeof warn[0],
+			 "--loom-ckpt-signal does nothing without --loom-ckpt=DIR: no signal is sent "
+			 "and no requeue follows (add --loom-ckpt=DIR)");
+	if ((user_set & (1u << LOOM_OPT_AFFINITY)) && o->affinity.mode == LOOM_AFF_NONE &&
+	    o->affinity.verbose && n < max)
+		snprintf(warn[n++], sizeof warn[0],
+			 "--loom-affinity=verbose,none prints nothing: no task is bound "
+			 "(use --loom-affinity=verbose for the default binding)");
+	return n;
+}

@@ -82,4 +82,10 @@ int loom_parse_uint(const char *s, long lo, long hi, long *out);
 
 #define LOOM_CKPT_SIGNAL_DEFAULT_SECONDS 60
 
+/* Options the user gave (a bit per enum loom_opt_id in user_set) that do
+ * nothing with the effective options o: one line each into warn, naming
+ * the option, why, and what to add. Returns how many (at most max). */
+#define LOOM_NOOP_MAX 4
+int loom_opts_noops(const struct loom_opts *o, unsigned user_set, char (*warn)[256], int max);
+
 #endif
