@@ -8,6 +8,17 @@ test_need_plugin
 test_need_cluster
 fx=$LOOM_SRC_DIR/t/fixtures
 
+# cpu_list_expand LIST: the CPUs of a list such as 0-2,5 (Linux's
+# Cpus_allowed_list format), one a line; fails on anything else
+cpu_list_expand() {
+	printf '%s\n' "$1" | tr ',' '\n' | awk -F- '
+		NF == 1 && $1 ~ /^[0-9]+$/ { print $1; next }
+		NF == 2 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && $1 + 0 <= $2 + 0 {
+			for (c = $1 + 0; c <= $2 + 0; c++) print c; next }
+		{ print "not a CPU list item: " $0 >"/dev/stderr"; bad = 1; exit }
+		END { exit bad }'
+}
+
 test_expect_success 'verbose on the DGX fixture: one line per task, GPUs, CPUs, NUMA, NIC' '
 	cluster_plugstack "topology_root=$fx/dgx-h100.xml nvml_library=none" &&
 	srun -N2 -n4 -m block --loom-affinity=verbose sh -c "echo T \$SLURM_PROCID \$CUDA_VISIBLE_DEVICES \$NCCL_IB_HCA" >"$TEST_TMP/o4" 2>"$TEST_TMP/err";
@@ -31,18 +42,38 @@ test_expect_success 'a map entry naming a missing GPU fails the step with a loom
 '
 test_expect_success 'closest on this host: the two tasks of a node get disjoint CPUs' '
 	cluster_plugstack "affinity=closest" &&
-	srun -N1 -n2 sh -c "grep Cpus_allowed_list /proc/self/status" >"$TEST_TMP/b" 2>&1; cat "$TEST_TMP/b" &&
-	test $(wc -l <"$TEST_TMP/b") -eq 2 && test $(sort -u "$TEST_TMP/b" | wc -l) -eq 2 &&
-	! grep -q "0-1" "$TEST_TMP/b"
+	srun -N1 -n2 sh -c "grep Cpus_allowed_list /proc/self/status" >"$TEST_TMP/b" 2>&1 && rc=0 || rc=$?
+	cat "$TEST_TMP/b"
+	test $rc -eq 0 &&
+	test $(wc -l <"$TEST_TMP/b") -eq 2 &&
+	l1=$(sed -n "1s/^Cpus_allowed_list:[[:space:]]*//p" "$TEST_TMP/b") &&
+	l2=$(sed -n "2s/^Cpus_allowed_list:[[:space:]]*//p" "$TEST_TMP/b") &&
+	cpu_list_expand "$l1" >"$TEST_TMP/c1.all" && sort -u "$TEST_TMP/c1.all" >"$TEST_TMP/c1" &&
+	cpu_list_expand "$l2" >"$TEST_TMP/c2.all" && sort -u "$TEST_TMP/c2.all" >"$TEST_TMP/c2" &&
+	{ test -s "$TEST_TMP/c1" && test -s "$TEST_TMP/c2" || { echo "an empty CPU list: [$l1] [$l2]"; false; }; } &&
+	both=$(sort "$TEST_TMP/c1" "$TEST_TMP/c2" | uniq -d | tr "\n" " ") &&
+	{ test -z "$both" || { echo "CPUs in both tasks lists [$l1] [$l2]: $both"; false; }; }
 '
 test_expect_success 'without verbose, each binding is still logged for the admin (slurmd log)' '
-	grep "loom: affinity host=n1 rank=[01] local_rank=[01] " "$LOOM_CLUSTER_DIR/log/slurmd-n1.log" >"$TEST_TMP/lg" ; cat "$TEST_TMP/lg";
-	test $(wc -l <"$TEST_TMP/lg") -ge 2 &&
-	! grep -q "loom: affinity" "$TEST_TMP/b"
+	cluster_plugstack "affinity=closest" &&
+	srun -N1 -n2 -w n1 sh -c "echo step=\$SLURM_JOB_ID.\$SLURM_STEP_ID" >"$TEST_TMP/a" 2>"$TEST_TMP/ae" && rc=0 || rc=$?
+	cat "$TEST_TMP/a" "$TEST_TMP/ae"
+	test $rc -eq 0 &&
+	id=$(sed -n "s/^step=\([0-9]*\.[0-9]*\)\$/\1/p" "$TEST_TMP/a" | sort -u) &&
+	test -n "$id" && test $(printf "%s\n" "$id" | wc -l) -eq 1 &&
+	log=$LOOM_CLUSTER_DIR/log/slurmd-n1.log &&
+	{ grep -F "[$id] loom: affinity host=n1 " "$log" || true; } >"$TEST_TMP/lg" &&
+	cat "$TEST_TMP/lg" &&
+	test $(wc -l <"$TEST_TMP/lg") -eq 2 &&
+	test $(grep -c " rank=0 local_rank=0 " "$TEST_TMP/lg") -eq 1 &&
+	test $(grep -c " rank=1 local_rank=1 " "$TEST_TMP/lg") -eq 1 &&
+	! grep -q "loom: affinity" "$TEST_TMP/ae"
 '
 test_expect_success 'affinity=none (the default) leaves the binding alone' '
 	cluster_plugstack "" &&
-	srun -N1 -n2 sh -c "grep Cpus_allowed_list /proc/self/status" >"$TEST_TMP/nb" 2>&1; cat "$TEST_TMP/nb" &&
+	srun -N1 -n2 sh -c "grep Cpus_allowed_list /proc/self/status" >"$TEST_TMP/nb" 2>&1 && rc=0 || rc=$?
+	cat "$TEST_TMP/nb"
+	test $rc -eq 0 && test $(wc -l <"$TEST_TMP/nb") -eq 2 &&
 	test $(sort -u "$TEST_TMP/nb" | wc -l) -eq 1
 '
 test_done
