@@ -1,11 +1,10 @@
 /* runtime/backend.h: what the MPI and NCCL backends (backend_*.c) share
  * with each other and with their unit tests. Not installed.
  *
- * A communicator of such a backend is a struct loom_comm with ops (the
- * blocking collectives and point to point), bx (the rest: non-blocking,
- * requests, split/dup/free/abort, finalize, streams) and impl (the
- * backend's own state). The public functions of the native files
- * dispatch to bx when it is set; a native communicator has bx == NULL.
+ * A communicator of such a backend is a struct loom_comm whose be points
+ * at the backend's instance of struct loom_backend (loom_internal.h) and
+ * whose impl holds the backend's own state; the public layer calls be for
+ * every operation, as it does for the native backend.
  */
 #ifndef LOOM_BACKEND_H
 #define LOOM_BACKEND_H

@@ -1,6 +1,6 @@
 # runtime/backend.mk: the MPI and NCCL backends of libloom, their unit
 # tests, and the backend test programs of the cluster tests t/t6*.t.
-runtime_libloom_la_SOURCES += runtime/backend.c runtime/backend.h
+runtime_libloom_la_SOURCES += runtime/backend.c runtime/backend.h runtime/backend_native.c
 if HAVE_MPI
 runtime_libloom_la_SOURCES += runtime/backend_mpi.c
 runtime_libloom_la_CFLAGS += $(MPI_CFLAGS)

@@ -75,8 +75,6 @@ struct mreq {
 	int nb;                /* counted in g_nb (non-blocking, background progress) */
 };
 
-static const struct loom_backend_ops loom_mpi_ops;
-static const struct loom_backend_ext mpi_bx;
 
 /* ---- statuses ---- */
 int loom_mpi_class_status(int cls)
@@ -565,17 +563,12 @@ static int start_coll(struct loom_comm *c, const struct loom_opdesc *d, struct m
 	return LOOM_SUCCESS;
 }
 
-static int bx_icoll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req)
+/* a started request: handed to the caller (counted for background
+ * progress), or waited for here when req is NULL */
+static int finish_start(struct loom_comm *c, struct mreq *q, loom_request_t **req)
 {
-	struct mreq *q;
-	int rc;
 	if (!req)
-		return LOOM_ERR_INVALID;
-	*req = NULL;
-	if ((rc = loom_op_validate(c, d)))
-		return rc;
-	if ((rc = start_coll(c, d, &q)))
-		return rc;
+		return mreq_wait(q);
 	if (q->active)
 		nb_count(q, 1);
 	if (!(*req = loom_req_wrap(c, q))) {
@@ -585,15 +578,11 @@ static int bx_icoll(struct loom_comm *c, const struct loom_opdesc *d, loom_reque
 	return LOOM_SUCCESS;
 }
 
-static int blocking(struct loom_comm *c, const struct loom_opdesc *d)
+static int mpi_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req)
 {
 	struct mreq *q;
-	int rc;
-	if (!c)
-		return LOOM_ERR_INVALID;
-	if ((rc = loom_op_validate(c, d)) || (rc = start_coll(c, d, &q)))
-		return rc;
-	return mreq_wait(q);
+	int rc = start_coll(c, d, &q);
+	return rc ? rc : finish_start(c, q, req);
 }
 
 static int start_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
@@ -603,8 +592,6 @@ static int start_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, 
 	struct mreq *q;
 	int rc, f, bytes;
 	*out = NULL;
-	if (!loom_dtype_ok(dt) || peer < 0 || peer >= c->size || (count && !buf))
-		return LOOM_ERR_INVALID;
 	if (too_big(c, count * loom_dtype_size(dt)))
 		return LOOM_ERR_UNSUPPORTED;
 	check_abort(c);
@@ -633,80 +620,13 @@ static int start_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, 
 	return LOOM_SUCCESS;
 }
 
-static int bx_ip2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
+static int mpi_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
 		   int peer, loom_request_t **req)
 {
 	struct mreq *q;
-	int rc;
-	if (!req)
-		return LOOM_ERR_INVALID;
-	*req = NULL;
-	if ((rc = start_p2p(c, is_send, buf, count, dt, peer, &q)))
-		return rc;
-	nb_count(q, 1);
-	if (!(*req = loom_req_wrap(c, q))) {
-		mreq_wait(q);
-		return LOOM_ERR_NOMEM;
-	}
-	return LOOM_SUCCESS;
+	int rc = start_p2p(c, is_send, buf, count, dt, peer, &q);
+	return rc ? rc : finish_start(c, q, req);
 }
-
-/* ---- blocking entries (loom_backend_ops) ---- */
-static int m_allreduce(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op,
-		       loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_ALLREDUCE, s, r, n, dt, op, 0 };
-	return blocking(c, &d);
-}
-static int m_broadcast(const void *s, void *r, size_t n, loom_dtype_t dt, int root, loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_BCAST, s, r, n, dt, LOOM_SUM, root };
-	return blocking(c, &d);
-}
-static int m_reduce(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op, int root,
-		    loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_REDUCE, s, r, n, dt, op, root };
-	return blocking(c, &d);
-}
-static int m_allgather(const void *s, void *r, size_t n, loom_dtype_t dt, loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_ALLGATHER, s, r, n, dt, LOOM_SUM, 0 };
-	return blocking(c, &d);
-}
-static int m_reduce_scatter(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op,
-			    loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_REDUCE_SCATTER, s, r, n, dt, op, 0 };
-	return blocking(c, &d);
-}
-static int m_alltoall(const void *s, void *r, size_t n, loom_dtype_t dt, loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_ALLTOALL, s, r, n, dt, LOOM_SUM, 0 };
-	return blocking(c, &d);
-}
-static int m_barrier(loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_BARRIER, NULL, NULL, 0, LOOM_INT8, LOOM_SUM, 0 };
-	return blocking(c, &d);
-}
-static int m_send(const void *buf, size_t n, loom_dtype_t dt, int peer, loom_comm_t *c)
-{
-	struct mreq *q;
-	int rc = start_p2p(c, 1, (void *)buf, n, dt, peer, &q);
-	return rc ? rc : mreq_wait(q);
-}
-static int m_recv(void *buf, size_t n, loom_dtype_t dt, int peer, loom_comm_t *c)
-{
-	struct mreq *q;
-	int rc = start_p2p(c, 0, buf, n, dt, peer, &q);
-	return rc ? rc : mreq_wait(q);
-}
-
-static const struct loom_backend_ops loom_mpi_ops = {
-	"mpi", m_allreduce, m_broadcast, m_reduce, m_allgather, m_reduce_scatter, m_alltoall,
-	m_barrier, m_send, m_recv,
-};
 
 /* ---- communicators ---- */
 struct ident {
@@ -754,8 +674,7 @@ static int wrap(MPI_Comm mc, struct loom_world *w, const char *name, double time
 	m->ctl = MPI_COMM_NULL;
 	m->abort_rq = MPI_REQUEST_NULL;
 	c->w = w;
-	c->ops = &loom_mpi_ops;
-	c->bx = &mpi_bx;
+	c->be = &loom_mpi_backend;
 	c->impl = m;
 	c->timeout = timeout;
 	c->check = 0;
@@ -896,10 +815,6 @@ static int bx_dup(struct loom_comm *c, struct loom_comm **out)
 
 static int bx_free(struct loom_comm *c)
 {
-	if (c->is_world) {
-		LOOM_WARN("loom_comm_free on a world communicator: use loom_finalize");
-		return LOOM_ERR_INVALID;
-	}
 	destroy(c);
 	return LOOM_SUCCESS;
 }
@@ -1014,7 +929,7 @@ static int world_from(MPI_Comm parent, const char *how, struct loom_comm **out)
 	return LOOM_SUCCESS;
 }
 
-int loom_mpi_world(loom_comm_t **world)
+static int mpi_world(loom_comm_t **world)
 {
 	int inited = 0, finalized = 0, provided, rc;
 	MPI_Finalized(&finalized);
@@ -1072,10 +987,7 @@ int loom_comm_from_mpi(MPI_Comm mpi_comm, loom_comm_t **comm)
 
 static int bx_finalize(struct loom_comm *world)
 {
-	struct loom_world *w;
-	if (!world->is_world)
-		return LOOM_ERR_INVALID;
-	w = world->w;
+	struct loom_world *w = world->w;
 	/* no closing barrier: MPI_Finalize synchronizes, and a barrier after a
 	 * timed-out collective would be matched against it */
 	for (;;) {
@@ -1104,10 +1016,11 @@ static int bx_finalize(struct loom_comm *world)
 	return LOOM_SUCCESS;
 }
 
-static const struct loom_backend_ext mpi_bx = {
+const struct loom_backend loom_mpi_backend = {
 	.name = "mpi",
-	.icoll = bx_icoll,
-	.ip2p = bx_ip2p,
+	.world = mpi_world,
+	.coll = mpi_coll,
+	.p2p = mpi_p2p,
 	.wait = bx_wait,
 	.test = bx_test,
 	.split = bx_split,

@@ -45,13 +45,10 @@ struct ncomm {
 struct nreq {
 	struct loom_comm *c;
 	cudaEvent_t ev;
-	loom_request_t *nat;     /* host buffers: the native request */
 	double started, deadline;
 	const char *opname;
 };
 
-static const struct loom_backend_ops loom_nccl_ops;
-static const struct loom_backend_ext nccl_bx;
 
 static int nccl_status(ncclResult_t r)
 {
@@ -273,116 +270,56 @@ static int route(const struct loom_opdesc *d)
 	return a || b;
 }
 
-static int host_blocking(struct loom_comm *c, const struct loom_opdesc *d)
+/* host buffers: the native communicator of the same ranks runs it */
+static struct loom_comm *native_of(struct loom_comm *c)
 {
 	struct loom_comm *nat = ((struct ncomm *)c->impl)->nat;
 	nat->timeout = c->timeout;
-	switch (d->kind) {
-	case LOOM_OP_ALLREDUCE: return loom_allreduce(d->s, d->r, d->count, d->dt, d->op, nat);
-	case LOOM_OP_BCAST: return loom_broadcast(d->s, d->r, d->count, d->dt, d->root, nat);
-	case LOOM_OP_REDUCE: return loom_reduce(d->s, d->r, d->count, d->dt, d->op, d->root, nat);
-	case LOOM_OP_ALLGATHER: return loom_allgather(d->s, d->r, d->count, d->dt, nat);
-	case LOOM_OP_REDUCE_SCATTER:
-		return loom_reduce_scatter(d->s, d->r, d->count, d->dt, d->op, nat);
-	case LOOM_OP_ALLTOALL: return loom_alltoall(d->s, d->r, d->count, d->dt, nat);
-	default: return loom_barrier(nat);
-	}
+	return nat;
 }
 
-static int host_start(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **q)
+/* one collective (validated): device buffers to NCCL on the stream,
+ * host buffers to the native communicator; req NULL: blocking */
+static int nccl_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req)
 {
-	struct loom_comm *nat = ((struct ncomm *)c->impl)->nat;
-	nat->timeout = c->timeout;
-	switch (d->kind) {
-	case LOOM_OP_ALLREDUCE: return loom_iallreduce(d->s, d->r, d->count, d->dt, d->op, nat, q);
-	case LOOM_OP_BCAST: return loom_ibroadcast(d->s, d->r, d->count, d->dt, d->root, nat, q);
-	case LOOM_OP_REDUCE:
-		return loom_ireduce(d->s, d->r, d->count, d->dt, d->op, d->root, nat, q);
-	case LOOM_OP_ALLGATHER: return loom_iallgather(d->s, d->r, d->count, d->dt, nat, q);
-	case LOOM_OP_REDUCE_SCATTER:
-		return loom_ireduce_scatter(d->s, d->r, d->count, d->dt, d->op, nat, q);
-	case LOOM_OP_ALLTOALL: return loom_ialltoall(d->s, d->r, d->count, d->dt, nat, q);
-	default: return loom_ibarrier(nat, q);
-	}
-}
-
-static int blocking(struct loom_comm *c, const struct loom_opdesc *d)
-{
-	double t0, deadline;
-	int rc, done, dev;
-	if (!c)
-		return LOOM_ERR_INVALID;
-	if ((rc = loom_op_validate(c, d)))
-		return rc;
-	if ((rc = atomic_load(&c->failed)))
-		return rc;
-	if ((dev = route(d)) < 0)
-		return LOOM_ERR_INVALID;
-	if (!dev)
-		return host_blocking(c, d);
-	if (d->count == 0)
-		return LOOM_SUCCESS;
-	t0 = loom_now();
-	deadline = t0 + c->timeout;
-	if ((rc = enqueue(c, d, deadline)))
-		return rc;
-	return nccl_poll(c, NULL, loom_opdesc_name(d->kind), t0, deadline, 1, &done);
-}
-
-static int bx_icoll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req)
-{
-	struct ncomm *n;
+	struct ncomm *n = c->impl;
 	struct nreq *q;
-	int rc, dev;
-	if (!req)
-		return LOOM_ERR_INVALID;
-	*req = NULL;
-	if ((rc = loom_op_validate(c, d)))
-		return rc;
+	int rc, dev, done;
 	if ((rc = atomic_load(&c->failed)))
 		return rc;
 	if ((dev = route(d)) < 0)
 		return LOOM_ERR_INVALID;
-	n = c->impl;
+	if (!dev) {
+		struct loom_comm *nat = native_of(c);
+		return nat->be->coll(nat, d, req);
+	}
 	if (!(q = calloc(1, sizeof *q)))
 		return LOOM_ERR_NOMEM;
 	q->c = c;
 	q->opname = loom_opdesc_name(d->kind);
 	q->started = loom_now();
 	q->deadline = q->started + c->timeout;
-	if (!dev) {
-		rc = host_start(c, d, &q->nat);
-	} else if (d->count) {
+	if (d->count) {
 		rc = enqueue(c, d, q->deadline);
-		if (!rc && (cudaEventCreateWithFlags(&q->ev, cudaEventDisableTiming) != cudaSuccess ||
-			    cudaEventRecord(q->ev, n->stream) != cudaSuccess))
+		if (!rc && req &&
+		    (cudaEventCreateWithFlags(&q->ev, cudaEventDisableTiming) != cudaSuccess ||
+		     cudaEventRecord(q->ev, n->stream) != cudaSuccess))
 			rc = LOOM_ERR_SYSTEM;
+		if (!rc && !req)  /* blocking: wait for the stream itself */
+			rc = nccl_poll(c, NULL, q->opname, q->started, q->deadline, 1, &done);
 	}
-	if (rc || !(*req = loom_req_wrap(c, q))) {
-		if (q->nat)
-			loom_wait(q->nat);
+	if (!rc && req && !(*req = loom_req_wrap(c, q)))
+		rc = LOOM_ERR_NOMEM;
+	if (rc || !req) {
 		if (q->ev)
 			cudaEventDestroy(q->ev);
 		free(q);
-		return rc ? rc : LOOM_ERR_NOMEM;
 	}
-	return LOOM_SUCCESS;
+	return rc;
 }
 
 static int nreq_poll(struct nreq *q, int block, int *done)
 {
-	int rc;
-	if (q->nat) {
-		if (block) {
-			*done = 1;
-			rc = loom_wait(q->nat);
-		} else {
-			rc = loom_test(q->nat, done);
-		}
-		if (*done)
-			q->nat = NULL;
-		return rc;
-	}
 	if (!q->ev) {
 		*done = 1;
 		return LOOM_SUCCESS;
@@ -412,22 +349,16 @@ static int bx_test(void *impl, int *done)
 	return rc;
 }
 
-static int p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
-	       int peer, loom_request_t **req)
+static int nccl_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
+		    int peer, loom_request_t **req)
 {
 	struct ncomm *n = c->impl;
 	struct nreq *q;
 	ncclResult_t r;
 	int rc;
-	if (!loom_dtype_ok(dt) || peer < 0 || peer >= c->size || (count && !buf))
-		return LOOM_ERR_INVALID;
 	if (!is_dev(buf)) {
-		n->nat->timeout = c->timeout;
-		if (req)
-			return is_send ? loom_isend(buf, count, dt, peer, n->nat, req) :
-					 loom_irecv(buf, count, dt, peer, n->nat, req);
-		return is_send ? loom_send(buf, count, dt, peer, n->nat) :
-				 loom_recv(buf, count, dt, peer, n->nat);
+		struct loom_comm *nat = native_of(c);
+		return nat->be->p2p(nat, is_send, buf, count, dt, peer, req);
 	}
 	if ((rc = atomic_load(&c->failed)))
 		return rc;
@@ -458,73 +389,12 @@ static int p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_d
 	return LOOM_SUCCESS;
 }
 
-static int bx_ip2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
-		   int peer, loom_request_t **req)
-{
-	if (!req)
-		return LOOM_ERR_INVALID;
-	*req = NULL;
-	return p2p(c, is_send, buf, count, dt, peer, req);
-}
-
-/* ---- blocking entries ---- */
-static int n_allreduce(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op,
-		       loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_ALLREDUCE, s, r, n, dt, op, 0 };
-	return blocking(c, &d);
-}
-static int n_broadcast(const void *s, void *r, size_t n, loom_dtype_t dt, int root, loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_BCAST, s, r, n, dt, LOOM_SUM, root };
-	return blocking(c, &d);
-}
-static int n_reduce(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op, int root,
-		    loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_REDUCE, s, r, n, dt, op, root };
-	return blocking(c, &d);
-}
-static int n_allgather(const void *s, void *r, size_t n, loom_dtype_t dt, loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_ALLGATHER, s, r, n, dt, LOOM_SUM, 0 };
-	return blocking(c, &d);
-}
-static int n_reduce_scatter(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op,
-			    loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_REDUCE_SCATTER, s, r, n, dt, op, 0 };
-	return blocking(c, &d);
-}
-static int n_alltoall(const void *s, void *r, size_t n, loom_dtype_t dt, loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_ALLTOALL, s, r, n, dt, LOOM_SUM, 0 };
-	return blocking(c, &d);
-}
-static int n_barrier(loom_comm_t *c)
-{
-	struct loom_opdesc d = { LOOM_OP_BARRIER, NULL, NULL, 0, LOOM_INT8, LOOM_SUM, 0 };
-	return blocking(c, &d);
-}
-static int n_send(const void *buf, size_t n, loom_dtype_t dt, int peer, loom_comm_t *c)
-{
-	return c ? p2p(c, 1, (void *)buf, n, dt, peer, NULL) : LOOM_ERR_INVALID;
-}
-static int n_recv(void *buf, size_t n, loom_dtype_t dt, int peer, loom_comm_t *c)
-{
-	return c ? p2p(c, 0, buf, n, dt, peer, NULL) : LOOM_ERR_INVALID;
-}
-
-static const struct loom_backend_ops loom_nccl_ops = {
-	"nccl", n_allreduce, n_broadcast, n_reduce, n_allgather, n_reduce_scatter, n_alltoall,
-	n_barrier, n_send, n_recv,
-};
-
 /* ---- communicators ---- */
 static int all_ok(struct loom_comm *nat, int mine)
 {
 	int32_t a = mine ? 1 : 0, m = 0;
-	if (loom_allreduce(&a, &m, 1, LOOM_INT32, LOOM_MIN, nat))
+	struct loom_opdesc d = { LOOM_OP_ALLREDUCE, &a, &m, 1, LOOM_INT32, LOOM_MIN, 0 };
+	if (nat->be->coll(nat, &d, NULL))
 		return 0;
 	return m == 1;
 }
@@ -546,8 +416,7 @@ static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int 
 		free(n);
 		return LOOM_ERR_NOMEM;
 	}
-	c->ops = &loom_nccl_ops;
-	c->bx = &nccl_bx;
+	c->be = &loom_nccl_backend;
 	c->impl = n;
 	c->w = nat->w;
 	c->rank = nat->rank;
@@ -585,7 +454,8 @@ static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int 
 			rc = rc ? rc : LOOM_ERR_SYSTEM;
 			goto fail;
 		}
-		rc = loom_broadcast(&id, &id, sizeof id, LOOM_INT8, 0, nat);
+		struct loom_opdesc bd = { LOOM_OP_BCAST, &id, &id, sizeof id, LOOM_INT8, LOOM_SUM, 0 };
+		rc = nat->be->coll(nat, &bd, NULL);
 		if (rc)
 			goto fail;
 		r = ncclCommInitRankConfig(&n->nc, c->size, id, c->rank, &cfg);
@@ -703,10 +573,6 @@ static int bx_dup(struct loom_comm *c, struct loom_comm **out)
 
 static int bx_free(struct loom_comm *c)
 {
-	if (c->is_world) {
-		LOOM_WARN("loom_comm_free on the world communicator: use loom_finalize");
-		return LOOM_ERR_INVALID;
-	}
 	destroy(c, 1);
 	return LOOM_SUCCESS;
 }
@@ -732,7 +598,7 @@ static int bx_finalize(struct loom_comm *world)
 	while (n->kids)
 		destroy(n->kids, 1);
 	destroy(world, 0);
-	return loom_finalize(nat);  /* frees every native comm derived from it */
+	return loom_native_finalize(nat);  /* frees every native comm derived from it */
 }
 
 static int pick_device(struct loom_comm *nat, int *dev, char *why, size_t cap)
@@ -750,13 +616,13 @@ static int pick_device(struct loom_comm *nat, int *dev, char *why, size_t cap)
 	return LOOM_SUCCESS;
 }
 
-int loom_nccl_world(loom_comm_t **world)
+static int nccl_world(loom_comm_t **world)
 {
 	struct loom_comm *nat = NULL;
 	char why[160] = "";
 	int rc, dev = 0, ok;
 	*world = NULL;
-	rc = loom_init_backend(LOOM_BACKEND_NATIVE, &nat);
+	rc = loom_native_world(&nat);
 	if (rc)
 		return rc;
 	rc = pick_device(nat, &dev, why, sizeof why);
@@ -766,12 +632,12 @@ int loom_nccl_world(loom_comm_t **world)
 			LOOM_ERR("LOOM_BACKEND=nccl: %s", why);
 		else
 			LOOM_ERR("LOOM_BACKEND=nccl: another rank has no CUDA device");
-		loom_finalize(nat);
+		loom_native_finalize(nat);
 		return LOOM_ERR_UNSUPPORTED;
 	}
 	rc = make(nat, NULL, 0, 0, dev, world);
 	if (rc) {
-		loom_finalize(nat);
+		loom_native_finalize(nat);
 		return rc;
 	}
 	(*world)->is_world = 1;
@@ -780,10 +646,11 @@ int loom_nccl_world(loom_comm_t **world)
 	return LOOM_SUCCESS;
 }
 
-static const struct loom_backend_ext nccl_bx = {
+const struct loom_backend loom_nccl_backend = {
 	.name = "nccl",
-	.icoll = bx_icoll,
-	.ip2p = bx_ip2p,
+	.world = nccl_world,
+	.coll = nccl_coll,
+	.p2p = nccl_p2p,
 	.wait = bx_wait,
 	.test = bx_test,
 	.split = bx_split,

@@ -47,7 +47,7 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 	if (!c)
 		return NULL;
 	c->w = w;
-	c->ops = &loom_native_ops;
+	c->be = &loom_native_backend;
 	c->ctx = ctx;
 	c->size = n;
 	c->rank = myrank;
@@ -226,10 +226,6 @@ static int split_named(loom_comm_t *c, int color, int key, loom_comm_t **out, co
 	int *mem, *wr, m, i, me = -1, rc;
 	char name[80];
 	uint64_t ctx;
-	if (!c || !out)
-		return LOOM_ERR_INVALID;
-	if (color < 0 && color != LOOM_UNDEFINED)
-		return LOOM_ERR_INVALID;
 	*out = NULL;
 	all = calloc((size_t)c->size, sizeof *all);
 	mem = calloc((size_t)c->size, sizeof *mem);
@@ -262,43 +258,26 @@ static int split_named(loom_comm_t *c, int color, int key, loom_comm_t **out, co
 	return rc;
 }
 
-int loom_comm_split(loom_comm_t *c, int color, int key, loom_comm_t **newcomm)
+/* ---- the native backend's communicator entries ---- */
+int loom_native_split(struct loom_comm *c, int color, int key, struct loom_comm **out)
 {
-	if (c && c->bx && c->bx->split)
-		return c->bx->split(c, color, key, newcomm);
-	return split_named(c, color, key, newcomm, "split");
+	return split_named(c, color, key, out, "split");
 }
 
-int loom_comm_dup(loom_comm_t *c, loom_comm_t **newcomm)
+int loom_native_dup(struct loom_comm *c, struct loom_comm **out)
 {
-	if (!c)
-		return LOOM_ERR_INVALID;
-	if (c->bx && c->bx->dup)
-		return c->bx->dup(c, newcomm);
-	return split_named(c, 0, c->rank, newcomm, "dup");
+	return split_named(c, 0, c->rank, out, "dup");
 }
 
-int loom_comm_free(loom_comm_t *c)
+int loom_native_free(struct loom_comm *c)
 {
-	if (!c)
-		return LOOM_ERR_INVALID;
-	if (c->bx && c->bx->free)
-		return c->bx->free(c);
-	if (c->is_world) {
-		LOOM_WARN("loom_comm_free on the world communicator: use loom_finalize");
-		return LOOM_ERR_INVALID;
-	}
 	loom_comm_destroy(c);
 	return LOOM_SUCCESS;
 }
 
-int loom_comm_abort(loom_comm_t *c)
+int loom_native_abort(struct loom_comm *c)
 {
 	int i, zero = 0;
-	if (!c)
-		return LOOM_ERR_INVALID;
-	if (c->bx && c->bx->abort)
-		return c->bx->abort(c);
 	atomic_compare_exchange_strong(&c->failed, &zero, LOOM_ERR_ABORTED);
 	LOOM_ERR("communicator %s aborted by this rank", c->name);
 	for (i = 0; i < c->size; i++)
@@ -310,4 +289,39 @@ int loom_comm_abort(loom_comm_t *c)
 	if (c->leaderc)
 		atomic_store(&c->leaderc->failed, LOOM_ERR_ABORTED);
 	return LOOM_SUCCESS;
+}
+
+/* ---- public: through the communicator's backend ---- */
+int loom_comm_split(loom_comm_t *c, int color, int key, loom_comm_t **newcomm)
+{
+	if (!c || !newcomm || (color < 0 && color != LOOM_UNDEFINED))
+		return LOOM_ERR_INVALID;
+	*newcomm = NULL;
+	return c->be->split(c, color, key, newcomm);
+}
+
+int loom_comm_dup(loom_comm_t *c, loom_comm_t **newcomm)
+{
+	if (!c || !newcomm)
+		return LOOM_ERR_INVALID;
+	*newcomm = NULL;
+	return c->be->dup(c, newcomm);
+}
+
+int loom_comm_free(loom_comm_t *c)
+{
+	if (!c)
+		return LOOM_ERR_INVALID;
+	if (c->is_world) {
+		LOOM_WARN("loom_comm_free on the world communicator: use loom_finalize");
+		return LOOM_ERR_INVALID;
+	}
+	return c->be->free(c);
+}
+
+int loom_comm_abort(loom_comm_t *c)
+{
+	if (!c)
+		return LOOM_ERR_INVALID;
+	return c->be->abort(c);
 }

@@ -17,12 +17,14 @@ runtime_libloom_la_SOURCES = \
 	runtime/coll_bcast.c \
 	runtime/coll_ring.c \
 	runtime/coll_misc.c \
+	runtime/op.c \
 	runtime/coll.c \
 	runtime/progress.c \
 	runtime/comm.c \
 	runtime/mesh.c \
 	runtime/bootstrap.c \
 	runtime/bootstrap_env.c \
+	runtime/world.c \
 	runtime/init.c
 runtime_libloom_la_CFLAGS = $(AM_CFLAGS) -pthread
 runtime_libloom_la_LIBADD =

@@ -7,9 +7,15 @@
  *   xfer.c                              point-to-point inside one operation,
  *                                       over either transport; deadlines
  *   coll_*.c                            algorithms on top of xfer
- *   coll.c, progress.c                  public entry points, LOOM_CHECK,
- *                                       non-blocking worker
- *   comm.c, mesh.c, init.c, bootstrap_* communicators and the world
+ *   op.c                                the native backend runs one
+ *                                       operation (LOOM_CHECK, fp16, AVG)
+ *                                       and its non-blocking queue
+ *   progress.c                          requests, loom_wait/loom_test
+ *   comm.c, mesh.c, world.c, bootstrap_* communicators, the native world
+ *   backend_native.c, backend_mpi.c,    instances of struct loom_backend
+ *   backend_nccl.c
+ *   coll.c, init.c, backend.c           the public layer: checks,
+ *                                       descriptors, metrics, dispatch
  */
 #ifndef LOOM_INTERNAL_H
 #define LOOM_INTERNAL_H
@@ -122,26 +128,44 @@ struct loom_world {
 	const char *how;          /* "pmix", "env", "single" */
 };
 
-/* ---- backend table (init.c): entry points per backend ---- */
-struct loom_backend_ops {
+/* ---- the backend interface: native, mpi and nccl are instances of it ----
+ * The public layer (coll.c, progress.c, comm.c, init.c) checks the
+ * arguments, builds one operation descriptor, counts metrics for blocking
+ * and non-blocking calls alike, then calls these. A request a backend
+ * returns is a loom_request_t: the native ones of progress.c, or its own
+ * state wrapped by loom_req_wrap (then wait/test get that state back and
+ * free it once complete). */
+struct loom_opdesc;
+struct loom_backend {
 	const char *name;
-	int (*allreduce)(const void *, void *, size_t, loom_dtype_t, loom_op_t, loom_comm_t *);
-	int (*broadcast)(const void *, void *, size_t, loom_dtype_t, int, loom_comm_t *);
-	int (*reduce)(const void *, void *, size_t, loom_dtype_t, loom_op_t, int, loom_comm_t *);
-	int (*allgather)(const void *, void *, size_t, loom_dtype_t, loom_comm_t *);
-	int (*reduce_scatter)(const void *, void *, size_t, loom_dtype_t, loom_op_t, loom_comm_t *);
-	int (*alltoall)(const void *, void *, size_t, loom_dtype_t, loom_comm_t *);
-	int (*barrier)(loom_comm_t *);
-	int (*send)(const void *, size_t, loom_dtype_t, int, loom_comm_t *);
-	int (*recv)(void *, size_t, loom_dtype_t, int, loom_comm_t *);
+	int (*world)(struct loom_comm **world);
+	/* one collective, arguments already validated; req NULL: blocking */
+	int (*coll)(struct loom_comm *, const struct loom_opdesc *, loom_request_t **req);
+	/* point to point, arguments already validated; req NULL: blocking */
+	int (*p2p)(struct loom_comm *, int is_send, void *buf, size_t count, loom_dtype_t dt,
+		   int peer, loom_request_t **req);
+	int (*wait)(void *impl);
+	int (*test)(void *impl, int *done);
+	int (*split)(struct loom_comm *, int color, int key, struct loom_comm **);
+	int (*dup)(struct loom_comm *, struct loom_comm **);
+	int (*free)(struct loom_comm *);
+	int (*abort)(struct loom_comm *);
+	int (*finalize)(struct loom_comm *world);
+	int (*set_stream)(struct loom_comm *, void *stream);  /* NULL: unsupported */
 };
-extern const struct loom_backend_ops loom_native_ops;
+extern const struct loom_backend loom_native_backend;
+#ifdef HAVE_MPI
+extern const struct loom_backend loom_mpi_backend;   /* backend_mpi.c */
+#endif
+#ifdef HAVE_NCCL
+extern const struct loom_backend loom_nccl_backend;  /* backend_nccl.c */
+#endif
 
 /* ---- communicators ---- */
 struct loom_nbq;
 struct loom_comm {
 	struct loom_world *w;
-	const struct loom_backend_ops *ops;
+	const struct loom_backend *be;
 	uint64_t ctx;
 	int rank, size;
 	int *wrank;               /* comm rank -> world rank */
@@ -170,9 +194,7 @@ struct loom_comm {
 	struct loom_comm *next;       /* world->comms */
 	struct loom_comm *parent;     /* freed with the world */
 	int is_world;
-	/* other backends (runtime/backend*.c); NULL on a native communicator */
-	const struct loom_backend_ext *bx;
-	void *impl;
+	void *impl;                   /* other backends' own state */
 	struct loom_metrics *metrics;  /* made at the first public operation */
 };
 
@@ -295,11 +317,19 @@ struct loom_opdesc {
 const char *loom_opdesc_name(int kind);
 int loom_op_validate(const struct loom_comm *c, const struct loom_opdesc *d);
 int loom_op_run(struct loom_comm *c, const struct loom_opdesc *d);  /* exec held */
-int loom_op_blocking(struct loom_comm *c, const struct loom_opdesc *d);
+/* the native backend's entries (coll.c, progress.c, comm.c, init.c) */
+int loom_native_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req);
+int loom_nbq_post(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req);
 void loom_nbq_drain(struct loom_comm *c);
 void loom_nbq_stop(struct loom_comm *c);
-int loom_p2p_start(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
-		   int peer, loom_request_t **req);
+int loom_native_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
+		    int peer, loom_request_t **req);
+int loom_native_split(struct loom_comm *c, int color, int key, struct loom_comm **out);
+int loom_native_dup(struct loom_comm *c, struct loom_comm **out);
+int loom_native_free(struct loom_comm *c);
+int loom_native_abort(struct loom_comm *c);
+int loom_native_world(struct loom_comm **world);
+int loom_native_finalize(struct loom_comm *world);
 
 /* ---- bootstrap ---- */
 struct loom_boot {
@@ -322,30 +352,16 @@ void loom_node_identity(char out[64]);
 int loom_fd_write_all(int fd, const void *buf, size_t len, double deadline);
 int loom_fd_read_all(int fd, void *buf, size_t len, double deadline);
 
-/* ---- other backends (runtime/backend*.c): what a communicator with bx set
- * does instead of the native code. Requests they start are wrapped by
- * loom_req_wrap; loom_wait/loom_test hand impl back to wait/test, which
- * free it once complete. ---- */
-struct loom_backend_ext {
-	const char *name;
-	int (*icoll)(struct loom_comm *, const struct loom_opdesc *, loom_request_t **);
-	int (*ip2p)(struct loom_comm *, int is_send, void *, size_t, loom_dtype_t, int,
-		    loom_request_t **);
-	int (*wait)(void *impl);
-	int (*test)(void *impl, int *done);
-	int (*split)(struct loom_comm *, int color, int key, struct loom_comm **);
-	int (*dup)(struct loom_comm *, struct loom_comm **);
-	int (*free)(struct loom_comm *);
-	int (*abort)(struct loom_comm *);
-	int (*finalize)(struct loom_comm *);
-	int (*set_stream)(struct loom_comm *, void *stream);
-};
-loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl);  /* progress.c */
-#ifdef HAVE_MPI
-int loom_mpi_world(struct loom_comm **world);     /* backend_mpi.c */
-#endif
-#ifdef HAVE_NCCL
-int loom_nccl_world(struct loom_comm **world);    /* backend_nccl.c */
-#endif
+/* ---- progress.c: requests ---- */
+loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl);
+loom_request_t *loom_req_coll(struct loom_comm *c, const struct loom_opdesc *d);
+loom_request_t *loom_req_next(loom_request_t *q);
+void loom_req_set_next(loom_request_t *q, loom_request_t *next);
+const struct loom_opdesc *loom_req_desc(const loom_request_t *q);
+void loom_req_finish(loom_request_t *q, int status);
+/* Count q's operation (enum loom_metric_op) on c when it completes. */
+void loom_req_meter(loom_request_t *q, struct loom_comm *c, int metric, size_t bytes, double t0);
+/* Count a public operation that ended with rc; returns rc. */
+int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, int rc);
 
 #endif

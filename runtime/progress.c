@@ -1,11 +1,11 @@
-/* runtime/progress.c: non-blocking operations. Collectives started with
- * loom_i* go to the communicator's queue and are run, in order, by one
- * background thread per communicator (started on first use), so they
- * progress while the caller computes; blocking collectives wait for that
- * queue to drain first, keeping every rank's order the same.
- * Point-to-point requests go straight to the TCP engine (its thread
- * moves the bytes), so isend/irecv pairs in any order cannot deadlock. */
+/* runtime/progress.c: requests. A native collective's request waits for
+ * the communicator's queue (op.c) to run it; a native point-to-point
+ * request goes straight to the TCP engine (its thread moves the bytes), so
+ * isend/irecv pairs in any order cannot deadlock; another backend's
+ * request wraps its own state. loom_wait / loom_test finish all three and
+ * count the operation in the metrics the public layer asked for. */
 #include "loom_internal.h"
+#include "metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,111 +28,20 @@ struct loom_request {
 	int peer, is_send;
 	uint64_t pseq;
 	void *impl;             /* REQ_BACKEND: the backend's request */
+	/* counted at completion when metric >= 0 (loom_req_meter) */
+	struct loom_comm *mc;
+	int metric;
+	size_t mbytes;
+	double t0;
 };
 
-struct loom_nbq {
-	pthread_mutex_t m;
-	pthread_cond_t cv, idle;
-	struct loom_request *head, *tail;
-	int busy, stop;
-	pthread_t thr;
-};
-
-static void req_finish(struct loom_request *q, int status)
+void loom_req_finish(struct loom_request *q, int status)
 {
 	pthread_mutex_lock(&q->m);
 	q->status = status;
 	q->done = 1;
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->m);
-}
-
-static void *worker(void *arg)
-{
-	struct loom_comm *c = arg;
-	struct loom_nbq *nq = c->nbq;
-	pthread_mutex_lock(&nq->m);
-	for (;;) {
-		struct loom_request *q;
-		int rc;
-		while (!nq->head && !nq->stop)
-			pthread_cond_wait(&nq->cv, &nq->m);
-		if (!nq->head)
-			break;
-		q = nq->head;
-		nq->head = q->next;
-		if (!nq->head)
-			nq->tail = NULL;
-		nq->busy = 1;
-		pthread_mutex_unlock(&nq->m);
-		if (nq->stop) {
-			rc = LOOM_ERR_ABORTED;
-		} else {
-			pthread_mutex_lock(&c->exec);
-			rc = loom_op_run(c, &q->d);
-			pthread_mutex_unlock(&c->exec);
-		}
-		req_finish(q, rc);
-		pthread_mutex_lock(&nq->m);
-		nq->busy = 0;
-		pthread_cond_broadcast(&nq->idle);
-	}
-	pthread_mutex_unlock(&nq->m);
-	return NULL;
-}
-
-static int nbq_get(struct loom_comm *c, struct loom_nbq **out)
-{
-	int rc = LOOM_SUCCESS;
-	pthread_mutex_lock(&c->p2p_lock);
-	if (!c->nbq) {
-		struct loom_nbq *nq = calloc(1, sizeof *nq);
-		if (!nq) {
-			rc = LOOM_ERR_NOMEM;
-		} else {
-			pthread_mutex_init(&nq->m, NULL);
-			pthread_cond_init(&nq->cv, NULL);
-			pthread_cond_init(&nq->idle, NULL);
-			c->nbq = nq;
-			if (pthread_create(&nq->thr, NULL, worker, c) != 0) {
-				LOOM_ERR("cannot start the progress thread of comm %s", c->name);
-				c->nbq = NULL;
-				free(nq);
-				rc = LOOM_ERR_SYSTEM;
-			}
-		}
-	}
-	*out = c->nbq;
-	pthread_mutex_unlock(&c->p2p_lock);
-	return rc;
-}
-
-void loom_nbq_drain(struct loom_comm *c)
-{
-	struct loom_nbq *nq = c->nbq;
-	if (!nq)
-		return;
-	pthread_mutex_lock(&nq->m);
-	while (nq->head || nq->busy)
-		pthread_cond_wait(&nq->idle, &nq->m);
-	pthread_mutex_unlock(&nq->m);
-}
-
-void loom_nbq_stop(struct loom_comm *c)
-{
-	struct loom_nbq *nq = c->nbq;
-	if (!nq)
-		return;
-	pthread_mutex_lock(&nq->m);
-	nq->stop = 1;
-	pthread_cond_broadcast(&nq->cv);
-	pthread_mutex_unlock(&nq->m);
-	pthread_join(nq->thr, NULL);
-	pthread_mutex_destroy(&nq->m);
-	pthread_cond_destroy(&nq->cv);
-	pthread_cond_destroy(&nq->idle);
-	free(nq);
-	c->nbq = NULL;
 }
 
 static struct loom_request *req_new(struct loom_comm *c, int kind)
@@ -142,6 +51,7 @@ static struct loom_request *req_new(struct loom_comm *c, int kind)
 		return NULL;
 	q->kind = kind;
 	q->c = c;
+	q->metric = -1;
 	pthread_mutex_init(&q->m, NULL);
 	pthread_cond_init(&q->cv, NULL);
 	return q;
@@ -162,90 +72,58 @@ loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl)
 	return q;
 }
 
-static int start(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req)
+struct loom_request *loom_req_coll(struct loom_comm *c, const struct loom_opdesc *d)
 {
-	struct loom_request *q;
-	struct loom_nbq *nq;
-	int rc;
-	if (c && c->bx && c->bx->icoll)
-		return c->bx->icoll(c, d, req);
-	if (!req)
-		return LOOM_ERR_INVALID;
-	*req = NULL;
-	if ((rc = loom_op_validate(c, d)))
-		return rc;
-	if ((rc = nbq_get(c, &nq)))
-		return rc;
-	if (!(q = req_new(c, REQ_COLL)))
-		return LOOM_ERR_NOMEM;
-	q->d = *d;
-	pthread_mutex_lock(&nq->m);
-	if (nq->tail)
-		nq->tail->next = q;
-	else
-		nq->head = q;
-	nq->tail = q;
-	pthread_cond_signal(&nq->cv);
-	pthread_mutex_unlock(&nq->m);
-	*req = q;
-	return LOOM_SUCCESS;
+	struct loom_request *q = req_new(c, REQ_COLL);
+	if (q)
+		q->d = *d;
+	return q;
 }
 
-int loom_iallreduce(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op,
-		    loom_comm_t *c, loom_request_t **req)
+struct loom_request *loom_req_next(struct loom_request *q) { return q->next; }
+void loom_req_set_next(struct loom_request *q, struct loom_request *next) { q->next = next; }
+const struct loom_opdesc *loom_req_desc(const struct loom_request *q) { return &q->d; }
+
+/* Count a finished public operation for LOOM_METRICS_FILE. bytes is the
+ * per-rank size nccl-tests reports for the operation. */
+int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, int rc)
 {
-	struct loom_opdesc d = { LOOM_OP_ALLREDUCE, s, r, n, dt, op, 0 };
-	return start(c, &d, req);
-}
-int loom_ibroadcast(const void *s, void *r, size_t n, loom_dtype_t dt, int root, loom_comm_t *c,
-		    loom_request_t **req)
-{
-	struct loom_opdesc d = { LOOM_OP_BCAST, s, r, n, dt, LOOM_SUM, root };
-	return start(c, &d, req);
-}
-int loom_ireduce(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op, int root,
-		 loom_comm_t *c, loom_request_t **req)
-{
-	struct loom_opdesc d = { LOOM_OP_REDUCE, s, r, n, dt, op, root };
-	return start(c, &d, req);
-}
-int loom_iallgather(const void *s, void *r, size_t n, loom_dtype_t dt, loom_comm_t *c,
-		    loom_request_t **req)
-{
-	struct loom_opdesc d = { LOOM_OP_ALLGATHER, s, r, n, dt, LOOM_SUM, 0 };
-	return start(c, &d, req);
-}
-int loom_ireduce_scatter(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op,
-			 loom_comm_t *c, loom_request_t **req)
-{
-	struct loom_opdesc d = { LOOM_OP_REDUCE_SCATTER, s, r, n, dt, op, 0 };
-	return start(c, &d, req);
-}
-int loom_ialltoall(const void *s, void *r, size_t n, loom_dtype_t dt, loom_comm_t *c,
-		   loom_request_t **req)
-{
-	struct loom_opdesc d = { LOOM_OP_ALLTOALL, s, r, n, dt, LOOM_SUM, 0 };
-	return start(c, &d, req);
-}
-int loom_ibarrier(loom_comm_t *c, loom_request_t **req)
-{
-	struct loom_opdesc d = { LOOM_OP_BARRIER, NULL, NULL, 0, LOOM_INT8, LOOM_SUM, 0 };
-	return start(c, &d, req);
+	if (!c->metrics && !c->internal)
+		c->metrics = loom_metrics_new(c->name, c->rank, c->size);
+	if (rc == LOOM_SUCCESS)
+		loom_metrics_op(c->metrics, (enum loom_metric_op)metric, bytes, loom_now() - t0);
+	else if (rc == LOOM_ERR_TIMEOUT)
+		loom_metrics_timeout(c->metrics);
+	else if (rc == LOOM_ERR_PEER_LOST)
+		loom_metrics_peer_lost(c->metrics);
+	return rc;
 }
 
-int loom_p2p_start(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
-		   int peer, loom_request_t **req)
+void loom_req_meter(struct loom_request *q, struct loom_comm *c, int metric, size_t bytes,
+		    double t0)
+{
+	q->mc = c;
+	q->metric = metric;
+	q->mbytes = bytes;
+	q->t0 = t0;
+}
+
+/* a request is done with status rc: count it, free it */
+static int req_end(struct loom_request *q, int rc)
+{
+	if (q->metric >= 0)
+		loom_metered(q->mc, q->metric, q->mbytes, q->t0, rc);
+	req_free(q);
+	return rc;
+}
+
+/* The native backend's point to point (validated): a request for the
+ * TCP engine; req NULL: wait for it here. */
+int loom_native_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
+		    int peer, loom_request_t **req)
 {
 	struct loom_request *q;
 	int rc;
-	if (c && c->bx && c->bx->ip2p)
-		return c->bx->ip2p(c, is_send, buf, count, dt, peer, req);
-	if (!req)
-		return LOOM_ERR_INVALID;
-	*req = NULL;
-	if (!c || !loom_dtype_ok(dt) || peer < 0 || peer >= c->size || (count && !buf) ||
-	    count > ((size_t)-1 / 2) / loom_dtype_size(dt))
-		return LOOM_ERR_INVALID;
 	if ((rc = atomic_load(&c->failed)))
 		return rc;
 	if (!(q = req_new(c, REQ_P2P)))
@@ -266,6 +144,8 @@ int loom_p2p_start(struct loom_comm *c, int is_send, void *buf, size_t count, lo
 	/* posted under the lock: the n-th send meets the n-th receive */
 	loom_tcp_post(c->w, &q->t);
 	pthread_mutex_unlock(&c->p2p_lock);
+	if (!req)
+		return loom_wait(q);
 	*req = q;
 	return LOOM_SUCCESS;
 }
@@ -307,11 +187,8 @@ int loom_wait(loom_request_t *q)
 	int rc;
 	if (!q)
 		return LOOM_ERR_INVALID;
-	if (q->kind == REQ_BACKEND) {
-		rc = q->c->bx->wait(q->impl);
-		req_free(q);
-		return rc;
-	}
+	if (q->kind == REQ_BACKEND)
+		return req_end(q, q->c->be->wait(q->impl));
 	if (q->kind == REQ_P2P) {
 		p2p_poll(q, 1);
 	} else {
@@ -320,9 +197,7 @@ int loom_wait(loom_request_t *q)
 			pthread_cond_wait(&q->cv, &q->m);
 		pthread_mutex_unlock(&q->m);
 	}
-	rc = q->status;
-	req_free(q);
-	return rc;
+	return req_end(q, q->status);
 }
 
 int loom_test(loom_request_t *q, int *done)
@@ -331,10 +206,8 @@ int loom_test(loom_request_t *q, int *done)
 	if (!q || !done)
 		return LOOM_ERR_INVALID;
 	if (q->kind == REQ_BACKEND) {
-		rc = q->c->bx->test(q->impl, done);
-		if (*done)
-			req_free(q);
-		return rc;
+		rc = q->c->be->test(q->impl, done);
+		return *done ? req_end(q, rc) : rc;
 	}
 	if (q->kind == REQ_P2P) {
 		d = p2p_poll(q, 0);
@@ -346,19 +219,5 @@ int loom_test(loom_request_t *q, int *done)
 	*done = d;
 	if (!d)
 		return LOOM_SUCCESS;
-	rc = q->status;
-	req_free(q);
-	return rc;
-}
-
-int loom_isend(const void *buf, size_t count, loom_dtype_t dt, int peer, loom_comm_t *c,
-	       loom_request_t **req)
-{
-	return loom_p2p_start(c, 1, (void *)buf, count, dt, peer, req);
-}
-
-int loom_irecv(void *buf, size_t count, loom_dtype_t dt, int peer, loom_comm_t *c,
-	       loom_request_t **req)
-{
-	return loom_p2p_start(c, 0, buf, count, dt, peer, req);
+	return req_end(q, q->status);
 }

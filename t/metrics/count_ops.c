@@ -19,6 +19,17 @@ int main(void)
 		rc = loom_broadcast(buf, buf, 256, LOOM_FLOAT32, 0, world);
 	if (rc == LOOM_SUCCESS)
 		rc = loom_barrier(world);
+	/* non-blocking ones count as well, when they complete: 2 more
+	 * allreduces (one finished by loom_wait, one by loom_test) */
+	for (int i = 0; i < 2 && rc == LOOM_SUCCESS; i++) {
+		loom_request_t *q;
+		int done = 0;
+		rc = loom_iallreduce(buf, buf, 1024, LOOM_FLOAT32, LOOM_SUM, world, &q);
+		if (rc == LOOM_SUCCESS && i == 0)
+			rc = loom_wait(q);
+		while (rc == LOOM_SUCCESS && i == 1 && !done)
+			rc = loom_test(q, &done);
+	}
 	if (rc != LOOM_SUCCESS)
 		fprintf(stderr, "collective: %s\n", loom_strerror(rc));
 	/* with LOOM_CKPT_DIR: one checkpoint of a [size x 256] float tensor,
