@@ -184,7 +184,6 @@ static int p2p_poll(struct loom_request *q, double timeout)
 
 int loom_wait(loom_request_t *q)
 {
-	int rc;
 	if (!q)
 		return LOOM_ERR_INVALID;
 	if (q->kind == REQ_BACKEND)
