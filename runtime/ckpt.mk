@@ -33,3 +33,10 @@ dist_check_SCRIPTS += t/t4000-ckpt-valgrind.t t/t4001-ckpt.t t/t4002-requeue.t
 bin_PROGRAMS += runtime/tools/loom-ckpt-bench
 runtime_tools_loom_ckpt_bench_SOURCES = runtime/tools/ckpt_bench.c
 runtime_tools_loom_ckpt_bench_LDADD = runtime/libloom.la
+
+# LD_PRELOAD shim for t/t4001-ckpt.t: SIGKILL at a chosen rename/fsync/close
+# (LOOM_TEST_KILL_AT), to interrupt a commit at an exact step
+check_LTLIBRARIES += runtime/test/killpoint.la
+runtime_test_killpoint_la_SOURCES = runtime/test/killpoint.c
+runtime_test_killpoint_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+runtime_test_killpoint_la_LIBADD = -ldl

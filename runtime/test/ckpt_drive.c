@@ -2,8 +2,13 @@
  *
  *   ckpt-drive save DIR STEP LAYOUT      fill with values of STEP, save
  *   ckpt-drive restore DIR LAYOUT        restore, check the values, print the step
- *   ckpt-drive crash DIR STEP LAYOUT     save STEP; rank 1 SIGKILLs itself mid-commit
  *   ckpt-drive train DIR LAYOUT STEPS    loop: should_stop each step, save on stop
+ *
+ * A save killed at a chosen point of its commit: `save` under the
+ * LD_PRELOAD shim runtime/test/killpoint.c (LOOM_TEST_KILL_AT).
+ * `train` writes DIR/pid.RANK (atomically, by rename) once every rank has
+ * restored or initialised its state and is about to run its first step:
+ * a test waits for that file before it signals the rank.
  *
  * LAYOUT: rows (one row block per rank) or cyclic (blocks of 3 rows dealt
  * round-robin, columns split in two). The state: a ROWSxCOLS float32
@@ -11,13 +16,11 @@
 #include "config.h"
 #include "loom.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,21 +96,6 @@ static long bad_values(long long step)
 	return bad;
 }
 
-static char tmpdir_path[4200];
-
-static void *suicide_thread(void *arg)
-{
-	struct stat st;
-	(void)arg;
-	for (;;) {
-		if (stat(tmpdir_path, &st) == 0) {
-			kill(getpid(), SIGKILL);
-		}
-		usleep(500);
-	}
-	return NULL;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -122,7 +110,7 @@ int main(int argc, char **argv)
 	int rc;
 	long long step = -1;
 	if (argc < 4) {
-		fprintf(stderr, "usage: ckpt-drive save|restore|crash|train DIR ...\n");
+		fprintf(stderr, "usage: ckpt-drive save|restore|train DIR ...\n");
 		return 2;
 	}
 	if (getenv("CKPT_DRIVE_ROWS"))
@@ -138,20 +126,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "open: %s\n", loom_strerror(rc));
 		return 1;
 	}
-	if (!strcmp(cmd, "save") || !strcmp(cmd, "crash")) {
+	if (!strcmp(cmd, "save")) {
 		if (argc < 5)
 			return 2;
 		step = atoll(argv[3]);
 		if ((rc = reg(ck, argv[4])))
 			return 1;
 		fill(step);
-		if (!strcmp(cmd, "crash") && rank == 1) {
-			pthread_t th;
-			const char *job = getenv("SLURM_JOB_ID");
-			snprintf(tmpdir_path, sizeof tmpdir_path, "%s/.tmp-step-%lld-%s", dir, step,
-				 job ? job : "nojob");
-			pthread_create(&th, NULL, suicide_thread, NULL);
-		}
 		rc = loom_ckpt_save(ck, step);
 		if (rank == 0)
 			printf("save step %lld ranks %d: %s\n", step, size, loom_strerror(rc));
@@ -173,15 +154,10 @@ int main(int argc, char **argv)
 		int stop = 0;
 		double tstop = 0;
 		long nstop = 0;
-		char p[4200];
+		char p[4200], q[4300];
 		FILE *f;
 		if ((rc = reg(ck, argv[3])))
 			return 1;
-		snprintf(p, sizeof p, "%s/pid.%d", dir, rank);
-		if ((f = fopen(p, "w"))) {
-			fprintf(f, "%ld\n", (long)getpid());
-			fclose(f);
-		}
 		loom_ckpt_resume_step(ck, &first);
 		if (first >= 0) {
 			rc = loom_ckpt_restore(ck, &first);
@@ -191,6 +167,14 @@ int main(int argc, char **argv)
 			fill(0);
 		}
 		loom_barrier(w);
+		/* ready: the pid file appears whole (rename) */
+		snprintf(p, sizeof p, "%s/pid.%d", dir, rank);
+		snprintf(q, sizeof q, "%s.tmp", p);
+		if (!(f = fopen(q, "w")) || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0 ||
+		    rename(q, p) != 0) {
+			fprintf(stderr, "rank %d: cannot write %s\n", rank, p);
+			return 1;
+		}
 		for (step = first + 1; step < steps; step++) {
 			/* "training": the values of this step */
 			fill(step);

@@ -1,0 +1,183 @@
+/* killpoint.so: a test-only LD_PRELOAD shim that SIGKILLs the process at
+ * one chosen file-system call, to interrupt a checkpoint commit at an
+ * exact point (t/t4001-ckpt.t). Never linked into anything installed.
+ *
+ *   LOOM_TEST_KILL_AT=[after:]CALL:GLOB
+ *     CALL   rename, renameat, fsync, fdatasync or close
+ *     GLOB   fnmatch(3) pattern (FNM_PATHNAME: '*' does not cross '/')
+ *            matched against the absolute, symlink-free path of the
+ *            call's file (fsync, fdatasync, close: the descriptor's file;
+ *            rename, renameat: the source or the destination)
+ *     after: the call is made first and the process killed on its return
+ *            (else it is killed before the call)
+ *   LOOM_TEST_KILL_RANK=N  only in the task whose SLURM_PROCID is N
+ *
+ * Before dying it writes "killpoint: SIGKILL before|after CALL PATH" (a
+ * rename: "OLD -> NEW") on
+ * stderr, so that a test can tell the point was reached. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int armed = -1; /* -1: not parsed yet, 0: off, 1: on */
+static int after;
+static char call[32], glob[PATH_MAX];
+
+static void parse(void)
+{
+	const char *e = getenv("LOOM_TEST_KILL_AT"), *r = getenv("LOOM_TEST_KILL_RANK"),
+		   *me = getenv("SLURM_PROCID"), *c;
+	armed = 0;
+	if (!e || !*e)
+		return;
+	if (r && *r && (!me || strcmp(r, me)))
+		return;
+	if (!strncmp(e, "after:", 6)) {
+		after = 1;
+		e += 6;
+	}
+	if (!(c = strchr(e, ':')) || (size_t)(c - e) >= sizeof call || strlen(c + 1) >= sizeof glob) {
+		dprintf(2, "killpoint: LOOM_TEST_KILL_AT=%s: not [after:]CALL:GLOB\n", e);
+		return;
+	}
+	memcpy(call, e, (size_t)(c - e));
+	call[c - e] = 0;
+	strcpy(glob, c + 1);
+	armed = 1;
+}
+
+/* is CALL armed (the pattern is checked separately)? */
+static int watching(const char *name)
+{
+	if (armed < 0)
+		parse();
+	return armed == 1 && !strcmp(call, name);
+}
+
+static void fd_path(int fd, char *out, size_t len)
+{
+	char l[64];
+	ssize_t n;
+	snprintf(l, sizeof l, "/proc/self/fd/%d", fd);
+	n = readlink(l, out, len - 1);
+	out[n > 0 ? n : 0] = 0;
+}
+
+/* PATH (relative to DIRFD) as an absolute path with a canonical parent:
+ * the last component need not exist (a rename's destination) */
+static void abs_path(int dirfd, const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX], joined[2 * PATH_MAX + 2], canon[PATH_MAX];
+	const char *slash;
+	if (path[0] == '/') {
+		snprintf(joined, sizeof joined, "%s", path);
+	} else {
+		if (dirfd == AT_FDCWD) {
+			if (!getcwd(dir, sizeof dir))
+				dir[0] = 0;
+		} else {
+			fd_path(dirfd, dir, sizeof dir);
+		}
+		snprintf(joined, sizeof joined, "%s/%s", dir, path);
+	}
+	slash = strrchr(joined, '/');
+	snprintf(dir, sizeof dir, "%.*s", (int)(slash - joined), joined);
+	if (realpath(dir[0] ? dir : "/", canon))
+		snprintf(out, len, "%s%s", strcmp(canon, "/") ? canon : "", slash);
+	else
+		snprintf(out, len, "%s", joined);
+}
+
+static void die(const char *when, const char *path)
+{
+	dprintf(2, "killpoint: SIGKILL %s %s %s\n", when, call, path);
+	kill(getpid(), SIGKILL);
+	for (;;)
+		pause();
+}
+
+static int match(const char *a, const char *b)
+{
+	return (a && !fnmatch(glob, a, FNM_PATHNAME)) || (b && !fnmatch(glob, b, FNM_PATHNAME));
+}
+
+static void *next(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f) {
+		dprintf(2, "killpoint: no %s after the shim\n", name);
+		abort();
+	}
+	return f;
+}
+
+/* one descriptor call: PATH is looked up before the call (close ends it) */
+#define FD_CALL(name)                                                       \
+	int name(int fd)                                                    \
+	{                                                                   \
+		static int (*real)(int);                                    \
+		char p[PATH_MAX];                                           \
+		int hit = 0, rc, e;                                         \
+		if (!real)                                                  \
+			real = (int (*)(int))next(#name);                   \
+		if (watching(#name)) {                                      \
+			e = errno;                                          \
+			fd_path(fd, p, sizeof p);                           \
+			errno = e;                                          \
+			hit = match(p, NULL);                               \
+		}                                                           \
+		if (hit && !after)                                          \
+			die("before", p);                                   \
+		rc = real(fd);                                              \
+		if (hit)                                                    \
+			die("after", p);                                    \
+		return rc;                                                  \
+	}
+
+FD_CALL(fsync)
+FD_CALL(fdatasync)
+FD_CALL(close)
+
+static int renamed(const char *name, int ofd, const char *o, int nfd, const char *n)
+{
+	static int (*real_rename)(const char *, const char *);
+	static int (*real_renameat)(int, const char *, int, const char *);
+	char po[2 * PATH_MAX + 2], pn[2 * PATH_MAX + 2], both[4 * PATH_MAX + 8];
+	int hit = 0, rc, e;
+	if (!real_rename) {
+		real_rename = (int (*)(const char *, const char *))next("rename");
+		real_renameat = (int (*)(int, const char *, int, const char *))next("renameat");
+	}
+	if (watching(name)) {
+		e = errno;
+		abs_path(ofd, o, po, sizeof po);
+		abs_path(nfd, n, pn, sizeof pn);
+		errno = e;
+		hit = match(po, pn);
+		snprintf(both, sizeof both, "%s -> %s", po, pn);
+	}
+	if (hit && !after)
+		die("before", both);
+	rc = !strcmp(name, "rename") ? real_rename(o, n) : real_renameat(ofd, o, nfd, n);
+	if (hit)
+		die("after", both);
+	return rc;
+}
+
+int rename(const char *oldpath, const char *newpath)
+{
+	return renamed("rename", AT_FDCWD, oldpath, AT_FDCWD, newpath);
+}
+
+int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
+{
+	return renamed("renameat", olddirfd, oldpath, newdirfd, newpath);
+}
