@@ -10,6 +10,7 @@ runtime_libloom_la_SOURCES = \
 	runtime/reduce_ops.c \
 	runtime/transport_tcp.c \
 	runtime/transport_shm.c \
+	runtime/comm_core.c \
 	runtime/xfer.c \
 	runtime/plan.c \
 	runtime/coll_allreduce.c \

@@ -88,7 +88,16 @@ struct loom_treq {
 };
 struct loom_engine;
 struct loom_world;
-int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds);
+/* What the engine reports upward, to the communicators: a peer's
+ * connection lost (every communicator with it fails with status), and a
+ * control message for communicator ctx (CTL_STATUS_REQ: returns the
+ * operations it has entered, for the engine's reply; else -1). */
+struct loom_engine_hooks {
+	void (*peer_lost)(struct loom_world *w, int peer, int status);
+	int64_t (*control)(struct loom_world *w, int from, int type, uint64_t ctx, int64_t aux);
+};
+int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds,
+		       const struct loom_engine_hooks *hooks);
 void loom_engine_destroy(struct loom_world *w);
 void loom_tcp_post(struct loom_world *w, struct loom_treq *r);
 /* Take r back before completion; after it returns the engine no longer
@@ -203,11 +212,11 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 void loom_comm_destroy(struct loom_comm *c);
 int loom_comm_ensure_hier(struct loom_comm *c);
 struct loom_comm *loom_comm_find(struct loom_world *w, uint64_t ctx); /* comms_lock held */
-static inline struct loom_bell *loom_comm_bell(struct loom_comm *c)
-{
-	struct loom_bell *b = c->shm ? loom_shm_bell(c) : NULL;
-	return b ? b : &c->pbell;
-}
+struct loom_bell *loom_comm_bell(struct loom_comm *c);
+uint64_t loom_op_enter(struct loom_comm *c);  /* start an operation: its seq */
+/* engine hooks (comm_core.c) */
+void loom_comms_peer_lost(struct loom_world *w, int peer, int status);
+int64_t loom_comms_control(struct loom_world *w, int from, int type, uint64_t ctx, int64_t aux);
 int loom_comm_uses_shm(const struct loom_comm *c, int peer);
 
 /* ---- xfer.c: transfers inside one operation ---- */
@@ -287,8 +296,6 @@ static inline size_t loom_blk_off(size_t count, int n, int i)
 	return (size_t)i * (count / (size_t)n) + ((size_t)i < r ? (size_t)i : r);
 }
 static inline int loom_mod(int a, int n) { return ((a % n) + n) % n; }
-/* start an operation on comm c: bump seq, return it */
-uint64_t loom_op_enter(struct loom_comm *c);
 
 /* ---- plan.c: which algorithm ---- */
 enum { LOOM_ALG_TRIVIAL = 0, LOOM_ALG_RD, LOOM_ALG_RING, LOOM_ALG_HIER, LOOM_ALG_TREE,
@@ -322,6 +329,7 @@ int loom_native_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_requ
 int loom_nbq_post(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req);
 void loom_nbq_drain(struct loom_comm *c);
 void loom_nbq_stop(struct loom_comm *c);
+void loom_native_destroy(struct loom_comm *c);  /* its queue, then the communicator */
 int loom_native_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
 		    int peer, loom_request_t **req);
 int loom_native_split(struct loom_comm *c, int color, int key, struct loom_comm **out);

@@ -17,11 +17,6 @@ const char *loom_opdesc_name(int kind)
 	return kind >= 1 && kind <= LOOM_OP_BARRIER ? n[kind] : "?";
 }
 
-uint64_t loom_op_enter(struct loom_comm *c)
-{
-	return atomic_fetch_add(&c->seq, 1) + 1;
-}
-
 static int is_reduction(int kind)
 {
 	return kind == LOOM_OP_ALLREDUCE || kind == LOOM_OP_REDUCE || kind == LOOM_OP_REDUCE_SCATTER;
@@ -357,4 +352,11 @@ int loom_native_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_requ
 	rc = loom_op_run(c, d);
 	pthread_mutex_unlock(&c->exec);
 	return rc;
+}
+
+/* A native communicator and its queue thread. */
+void loom_native_destroy(struct loom_comm *c)
+{
+	loom_nbq_stop(c);
+	loom_comm_destroy(c);
 }

@@ -58,6 +58,7 @@ struct loom_engine {
 	int n, self;
 	struct peer *p;
 	struct loom_world *w;
+	const struct loom_engine_hooks *hooks;
 	char scratch[65536];
 };
 
@@ -87,24 +88,6 @@ static void wake_engine(struct loom_engine *e)
 	if (e->have_thr && write(e->evfd, &one, sizeof one) < 0) {
 		/* the counter is full: the engine is awake anyway */
 	}
-}
-
-static void mark_comms(struct loom_world *w, int peer, int status)
-{
-	struct loom_comm *c;
-	pthread_mutex_lock(&w->comms_lock);
-	for (c = w->comms; c; c = c->next) {
-		int i, has = 0;
-		for (i = 0; i < c->size; i++)
-			if (c->wrank[i] == peer)
-				has = 1;
-		if (has) {
-			int zero = 0;
-			atomic_compare_exchange_strong(&c->failed, &zero, status);
-			loom_bell_ring(loom_comm_bell(c));
-		}
-	}
-	pthread_mutex_unlock(&w->comms_lock);
 }
 
 static void peer_lost(struct loom_engine *e, int i, const char *why)
@@ -141,7 +124,7 @@ static void peer_lost(struct loom_engine *e, int i, const char *why)
 	p->ru = NULL;
 	p->rstate = 0;
 	if (!p->bye)
-		mark_comms(e->w, i, LOOM_ERR_PEER_LOST);
+		e->hooks->peer_lost(e->w, i, LOOM_ERR_PEER_LOST);
 }
 
 static void pack(struct loom_treq *r, uint32_t type, int64_t aux)
@@ -203,32 +186,12 @@ static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r);
 
 static void control(struct loom_engine *e, int from, const struct wire *h)
 {
-	struct loom_world *w = e->w;
-	struct loom_comm *c;
-	int64_t entered = -1;
+	int64_t entered;
 	if (h->type == CTL_BYE) {
 		e->p[from].bye = 1;
 		return;
 	}
-	pthread_mutex_lock(&w->comms_lock);
-	c = loom_comm_find(w, h->ctx);
-	if (c) {
-		if (h->type == CTL_ABORT) {
-			int zero = 0;
-			if (atomic_compare_exchange_strong(&c->failed, &zero, (int)h->aux))
-				LOOM_ERR("communicator %s aborted by rank %d", c->name, from);
-			loom_bell_ring(loom_comm_bell(c));
-		} else if (h->type == CTL_STATUS_REQ) {
-			entered = (int64_t)atomic_load(&c->seq);
-		} else if (h->type == CTL_STATUS_REP && c->status_rep) {
-			int k;
-			for (k = 0; k < c->size; k++)
-				if (c->wrank[k] == from)
-					atomic_store(&c->status_rep[k], h->aux);
-			loom_bell_ring(loom_comm_bell(c));
-		}
-	}
-	pthread_mutex_unlock(&w->comms_lock);
+	entered = e->hooks->control(e->w, from, (int)h->type, h->ctx, h->aux);
 	if (h->type == CTL_STATUS_REQ) {
 		struct loom_treq *r = calloc(1, sizeof *r);
 		if (!r)
@@ -610,7 +573,8 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
-int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds)
+int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds,
+		       const struct loom_engine_hooks *hooks)
 {
 	struct loom_engine *e = calloc(1, sizeof *e);
 	int i;
@@ -623,6 +587,7 @@ int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds)
 	}
 	pthread_mutex_init(&e->lock, NULL);
 	e->n = w->size;
+	e->hooks = hooks;
 	e->self = w->rank;
 	e->w = w;
 	e->listen_fd = listen_fd;

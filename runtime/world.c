@@ -58,6 +58,9 @@ static void world_free(struct loom_world *w)
 	free(w);
 }
 
+/* what the engine reports goes to the communicators (comm_core.c) */
+static const struct loom_engine_hooks engine_hooks = { loom_comms_peer_lost, loom_comms_control };
+
 int loom_native_world(loom_comm_t **world)
 {
 	struct loom_world *w;
@@ -130,7 +133,7 @@ int loom_native_world(loom_comm_t **world)
 		w->node_of[i] = j < i ? w->node_of[j] : w->nnodes++;
 	}
 	loom_log_identity(w->rank, w->size, w->nodename[w->rank]);
-	rc = loom_engine_create(w, b.listen_fd, b.peer_fds);
+	rc = loom_engine_create(w, b.listen_fd, b.peer_fds, &engine_hooks);
 	boot_free(&b);
 	if (rc) {
 		free(ranks);
@@ -177,7 +180,7 @@ int loom_native_finalize(loom_comm_t *world)
 		pthread_mutex_unlock(&w->comms_lock);
 		if (!c)
 			break;
-		loom_comm_destroy(c);
+		loom_native_destroy(c);
 	}
 	loom_nbq_stop(world);
 	loom_engine_destroy(w);
