@@ -21,6 +21,14 @@ int loom_mpi_class_status(int mpi_error_class);
 /* The reduction function the backend registers for a 16-bit float dtype
  * and op (AVG: the SUM function); NULL for anything else. */
 MPI_User_function *loom_mpi_user_fn(loom_dtype_t dtype, loom_op_t op);
+/* An MPI return code as a loom status, with one log line naming what
+ * failed on comm c (NULL: none). */
+int loom_mpi_status(const struct loom_comm *c, const char *what, int code);
+MPI_Datatype loom_mpi_type(loom_dtype_t dtype);
+MPI_Op loom_mpi_op(loom_dtype_t dtype, loom_op_t op);  /* 16-bit: the user ops */
+/* the user ops: made when the first world is, freed with the last */
+int loom_mpi_ops_create(void);
+void loom_mpi_ops_free(void);
 #endif
 
 #endif

@@ -2,7 +2,7 @@
 # tests, and the backend test programs of the cluster tests t/t6*.t.
 runtime_libloom_la_SOURCES += runtime/backend.c runtime/backend.h runtime/backend_native.c
 if HAVE_MPI
-runtime_libloom_la_SOURCES += runtime/backend_mpi.c
+runtime_libloom_la_SOURCES += runtime/backend_mpi.c runtime/backend_mpi_ops.c
 runtime_libloom_la_CFLAGS += $(MPI_CFLAGS)
 runtime_libloom_la_LIBADD += $(MPI_LIBS)
 
