@@ -1,6 +1,6 @@
-/* spank/ckpt.c: validate (and create) the checkpoint directory. */
+/* spank/ckpt_dir.c: validate (and create) the checkpoint directory. */
 #include "config.h"
-#include "ckpt.h"
+#include "ckpt_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
-/* spank/ckpt.h: the --loom-ckpt directory, checked as the job's user. */
-#ifndef LOOM_SPANK_CKPT_H
-#define LOOM_SPANK_CKPT_H
+/* spank/ckpt_dir.h: the --loom-ckpt directory, checked as the job's user. */
+#ifndef LOOM_SPANK_CKPT_DIR_H
+#define LOOM_SPANK_CKPT_DIR_H
 
 #include <stddef.h>
 

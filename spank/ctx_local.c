@@ -7,8 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ckpt.h"
+#include "ckpt_dir.h"
 #include "loom_spank.h"
+#include "user_options.h"
 
 static int get_local(void *ctx, const char *name, char *buf, int len)
 {

@@ -13,13 +13,14 @@
 #include <slurm/slurm.h>
 
 #include "affinity.h"
-#include "ckpt.h"
+#include "ckpt_dir.h"
 #include "ckpt_timer.h"
 #include "hostlist.h"
 #include "launch_env.h"
 #include "loom_spank.h"
 #include "master_addr.h"
 #include "requeue.h"
+#include "user_options.h"
 
 static struct loom_task_plan *plan;     /* one per local task, NULL: no binding */
 static int plan_ntasks;

@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "../ckpt.h"
+#include "../ckpt_dir.h"
 #include "../../t/tap.h"
 
 int main(void)

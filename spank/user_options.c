@@ -1,0 +1,111 @@
+/* spank/user_options.c: option state of the step and its two sources,
+ * the --loom-* callbacks and SLURM_SPANK_LOOM_* (see user_options.h). */
+#include "config.h"
+#include "user_options.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "loom_spank.h"
+
+struct loom_config loom_cfg;
+struct loom_opts loom_eff;
+unsigned loom_user_set;
+int loom_active;
+
+int loom_user_option_set(enum loom_opt_id id, const char *value, const char *var)
+{
+	char err[512], label[64];
+	const char *name = loom_opt_user_name(id);
+
+	if (!name)
+		name = "?";
+	if (var)
+		snprintf(label, sizeof label, "%s", var);
+	else
+		snprintf(label, sizeof label, "--%s", name);
+	if (loom_config_locked(&loom_cfg, id)) {
+		if (var)
+			slurm_error(LOOM_PREFIX "%s: --%s is locked by the site (plugstack.conf lock=%s): unset %s",
+				    var, name, loom_opt_key(id), var);
+		else
+			slurm_error(LOOM_PREFIX "%s is locked by the site (plugstack.conf lock=%s): remove it",
+				    label, loom_opt_key(id));
+		return -1;
+	}
+	if (loom_opt_parse(id, value ? value : "", &loom_eff, label, err, sizeof err) < 0) {
+		slurm_error(LOOM_PREFIX "%s", err);
+		return -1;
+	}
+	loom_user_set |= 1u << id;
+	return 0;
+}
+
+/* (Slurm's own form of such variables,
+ * SLURM_SPANK__SLURM_SPANK_OPTION_loom_loom_env, works too: Slurm turns it
+ * into the option.) */
+int loom_env_options(int (*get)(void *, const char *, char *, int), void *ctx)
+{
+	char var[64], val[LOOM_CKPT_PATH_MAX + 8];
+	for (int id = 0; id < LOOM_OPT_NCCL_ENV; id++) {
+		const char *name = loom_opt_user_name((enum loom_opt_id)id);
+		size_t i;
+		if (loom_user_set & (1u << id))
+			continue;
+		strcpy(var, "SLURM_SPANK_");
+		for (i = 0; name[i] && 12 + i < sizeof var - 1; i++)
+			var[12 + i] = name[i] == '-' ? '_' : (char)(name[i] - ('a' <= name[i] && name[i] <= 'z' ? 32 : 0));
+		var[12 + i] = '\0';
+		if (!get(ctx, var, val, (int)sizeof val))
+			continue;
+		if (loom_user_option_set((enum loom_opt_id)id, val, var) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int opt_cb(int id, const char *optarg, int remote)
+{
+	if (!loom_active)
+		return 0;
+	return loom_user_option_set((enum loom_opt_id)id, optarg, NULL);
+}
+
+static struct spank_option loom_options[] = {
+	{ "loom-env", "torch|mpi|none",
+	  "[loom] launch environment to write for each task (default: torch)",
+	  1, LOOM_OPT_ENV, opt_cb },
+	{ "loom-affinity", "closest|none|map:<gpus per task>|verbose[,closest]",
+	  "[loom] bind each task to GPUs, nearby CPUs and NIC (verbose: print the binding)",
+	  1, LOOM_OPT_AFFINITY, opt_cb },
+	{ "loom-gpus-per-task", "N",
+	  "[loom] GPUs per task for --loom-affinity (default: the node's GPUs split evenly)",
+	  1, LOOM_OPT_GPUS_PER_TASK, opt_cb },
+	{ "loom-ckpt", "DIR",
+	  "[loom] checkpoint directory (exported as LOOM_CKPT_DIR)",
+	  1, LOOM_OPT_CKPT, opt_cb },
+	{ "loom-ckpt-signal", "SIG[@SECONDS]",
+	  "[loom] checkpoint signal and seconds before the time limit (default @60)",
+	  1, LOOM_OPT_CKPT_SIGNAL, opt_cb },
+	SPANK_OPTIONS_TABLE_END
+};
+
+int loom_user_options_init(spank_t sp, int ac, char **av)
+{
+	char err[512];
+
+	if (loom_config_parse(&loom_cfg, ac, av, err, sizeof err) < 0) {
+		slurm_error(LOOM_PREFIX "%s", err);
+		return -1;
+	}
+	loom_eff = loom_cfg.defaults;
+	loom_user_set = 0;
+	loom_active = 1;
+	for (struct spank_option *o = loom_options; o->name; o++) {
+		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+			slurm_error(LOOM_PREFIX "cannot register option --%s", o->name);
+			return -1;
+		}
+	}
+	return 0;
+}
