@@ -512,7 +512,7 @@ static void destroy(struct loom_comm *c, int free_nat)
 	}
 	cudaStreamDestroy(n->own);
 	if (free_nat)
-		loom_comm_free(n->nat);
+		loom_native_free(n->nat);
 	free(n);
 	free(c);
 }
@@ -529,7 +529,7 @@ static int bx_split_named(struct loom_comm *c, int color, int key, struct loom_c
 		return rc;
 	n = c->impl;
 	n->nat->timeout = c->timeout;
-	rc = dup ? loom_comm_dup(n->nat, &nat) : loom_comm_split(n->nat, color, key, &nat);
+	rc = dup ? loom_native_dup(n->nat, &nat) : loom_native_split(n->nat, color, key, &nat);
 	if (rc)
 		return rc;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
@@ -552,7 +552,7 @@ static int bx_split_named(struct loom_comm *c, int color, int key, struct loom_c
 	rc = make(nat, c, 0, 0, n->device, out);
 #endif
 	if (rc) {
-		loom_comm_free(nat);
+		loom_native_free(nat);
 		return rc;
 	}
 	n->nsplit++;
@@ -581,7 +581,7 @@ static int bx_abort(struct loom_comm *c)
 {
 	struct ncomm *n = c->impl;
 	nabort(c, LOOM_ERR_ABORTED);
-	return loom_comm_abort(n->nat);  /* tells the peers through the native engine */
+	return loom_native_abort(n->nat);  /* tells the peers through the native engine */
 }
 
 static int bx_set_stream(struct loom_comm *c, void *stream)

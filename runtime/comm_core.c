@@ -50,7 +50,6 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 	if (!c)
 		return NULL;
 	c->w = w;
-	c->be = &loom_native_backend;
 	c->ctx = ctx;
 	c->size = n;
 	c->rank = myrank;
@@ -166,10 +165,12 @@ int loom_comm_ensure_hier(struct loom_comm *c)
 	if (!c->nodec || (c->local_rank == 0 && !c->leaderc))
 		return LOOM_ERR_NOMEM;
 	c->nodec->internal = 1;
+	c->nodec->be = c->be;
 	c->nodec->parent = c;
 	c->nodec->timeout = c->timeout;
 	if (c->leaderc) {
 		c->leaderc->internal = 1;
+		c->leaderc->be = c->be;
 		c->leaderc->parent = c;
 		c->leaderc->timeout = c->timeout;
 	}

@@ -22,6 +22,7 @@ runtime_libloom_la_SOURCES = \
 	runtime/coll.c \
 	runtime/progress.c \
 	runtime/comm.c \
+	runtime/comm_native.c \
 	runtime/mesh.c \
 	runtime/bootstrap.c \
 	runtime/bootstrap_env.c \

@@ -150,6 +150,7 @@ int loom_native_world(loom_comm_t **world)
 		return LOOM_ERR_NOMEM;
 	}
 	(*world)->is_world = 1;
+	(*world)->be = &loom_native_backend;
 	if (w->transport == LOOM_TR_SHM && w->nnodes > 1)
 		LOOM_WARN("LOOM_TRANSPORT=shm but the %d ranks span %d nodes: TCP between nodes, shm inside each",
 			  w->size, w->nnodes);
