@@ -74,5 +74,6 @@ int main(void)
 	is_int(loom_master_addr("localhost", NULL, out, sizeof out, note, sizeof note, &warn), 0,
 	       "default ops: localhost");
 	is_str(out, "localhost", "localhost resolves through getaddrinfo");
+	done_testing();
 	return exit_status();
 }

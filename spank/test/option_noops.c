@@ -49,5 +49,6 @@ int main(void)
 	unsigned all = BIT(LOOM_OPT_GPUS_PER_TASK) | BIT(LOOM_OPT_CKPT_SIGNAL) | BIT(LOOM_OPT_AFFINITY);
 	is_int(loom_opts_noops(&o, all, w, LOOM_NOOP_MAX), 3, "three no-ops: three lines");
 	is_int(loom_opts_noops(&o, all, w, 1), 1, "at most max lines");
+	done_testing();
 	return exit_status();
 }
