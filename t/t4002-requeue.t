@@ -42,6 +42,13 @@ submit() {
 }
 digest() { sed -n 's/.*final parameters: fnv1a64 \([0-9a-f]*\).*/\1/p' "$1" | tail -1; }
 stepd_log() { cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log; }
+# wait_stepd_log PATTERN SECONDS: until a slurmd log has a line matching
+# PATTERN (loom.so's decision about a job), at most SECONDS
+wait_stepd_log() {
+	timeout "$2" sh -c 'until cat "$1"/log/slurmd-n*.log | grep -q -- "$2"; do sleep 0.2; done' \
+		sh "$LOOM_CLUSTER_DIR" "$1" && return 0
+	echo "no slurmd log line /$1/ after $2 s"; return 1
+}
 
 test_expect_success 'an uninterrupted run with --loom-ckpt completes, Restarts=0, not requeued' '
 	j=$(submit ref -p low --wrap "$TRAIN --ckpt-every 100") && echo "job $j" &&
@@ -96,9 +103,12 @@ test_expect_success 'scancel: the job checkpoints on SIGTERM but stays CANCELLED
 	C=$TEST_TMP/cancel &&
 	j=$(submit cancel -p low --wrap "$TRAIN --step-ms 30") &&
 	wait_for "$C/job.out" "step 50/300" 60 && scancel "$j" &&
-	wait_state "$j" 60 CANCELLED && sleep 3 && cat "$C/job.out" &&
-	test "$(job_field "$j" JobState)" = CANCELLED && test "$(job_field "$j" Restarts)" = 0 &&
-	stepd_log | grep "loom: job $j: .*not requeued: the job is no longer running"
+	wait_state "$j" 60 CANCELLED &&
+	wait_stepd_log "loom: job $j: checkpoint step [0-9]* after SIGTERM, not requeued: the job is no longer running" 60 &&
+	cat "$C/job.out" &&
+	s=$(stepd_log | sed -n "s/.*loom: job $j: checkpoint step \([0-9]*\) after SIGTERM, not requeued.*/\1/p" | head -1) &&
+	test -f "$C/ck/$j/step-$s/MANIFEST" &&
+	test "$(job_field "$j" JobState)" = CANCELLED && test "$(job_field "$j" Restarts)" = 0
 '
 
 test_expect_success '--loom-ckpt with an unknown %-sequence is refused at submission' '
