@@ -1,6 +1,7 @@
 /* runtime/ckpt.h: internals of checkpoint/restart (runtime/ckpt*.c).
- * Pure functions here (layouts, domains, checksums, manifest) are unit
- * tested without a communicator; the collective parts live in ckpt.c. */
+ * Pure functions here (layouts, domains, checksums, manifest, the plan)
+ * are unit tested without a communicator; the collective parts and the
+ * handle are declared in ckpt_internal.h. */
 #ifndef LOOM_CKPT_H
 #define LOOM_CKPT_H
 
@@ -64,6 +65,102 @@ static inline uint64_t ckpt_nchunks(uint64_t n, uint64_t chunk)
 {
 	return (n + chunk - 1) / chunk;
 }
+
+/* ---- registered tensors (the handle's table; the plan reads it) ----
+ * A rank registers blocks of a tensor: offset/extent per dimension, data
+ * dense row-major in its buffer. */
+typedef struct {
+	uint64_t off[CKPT_MAX_NDIM], ext[CKPT_MAX_NDIM];
+	void *data;
+} ckpt_block_t;
+
+typedef struct {
+	char name[CKPT_NAME_MAX + 1];
+	int dtype, ndim;
+	uint64_t shape[CKPT_MAX_NDIM];
+	uint64_t bytes;
+	size_t esize;
+	ckpt_block_t *b;
+	int nb, cap;
+} ckpt_tensor_t;
+
+/* ---- the plan (ckpt_plan.c) ----
+ * The tensor files one after another form a virtual byte space (tensor
+ * i's file at base[i]). Every rank's blocks become runs in it; aggregator
+ * j owns the domain dom[j] .. dom[j+1] and moves it one window of
+ * `window` bytes per round. A function of its inputs only: the collective
+ * gathering of them is ck_plan_make (ckpt_exchange.c). */
+typedef struct {
+	uint64_t v, len;  /* virtual offset, length */
+	uint64_t loff;    /* offset in the block's buffer */
+	int tensor, block;
+} ckpt_vrun_t;
+
+typedef struct {
+	int nranks, nt;
+	uint64_t *base;       /* virtual offset of tensor i's file; [nt] = total */
+	uint64_t *cbase;      /* index of tensor i's first chunk; [nt] = chunk count */
+	uint64_t chunk;
+	int naggr, *aggr;     /* aggregator ranks, ascending */
+	int my_aggr;          /* index of this rank in aggr, -1 if none */
+	uint64_t *dom;        /* naggr + 1 domain starts */
+	ckpt_vrun_t **runs;   /* per rank, sorted by v */
+	long *nruns;
+	uint64_t *maxlen;     /* per rank: longest run */
+	uint64_t window;
+	uint64_t direct_min;  /* see ckpt_plan_direct */
+	int rounds;
+} ckpt_plan_t;
+
+/* A block on the wire: tensor, block, off[8], ext[8]; tensor -1 pads. */
+#define CKPT_DESC_W (2 + 2 * CKPT_MAX_NDIM)
+
+typedef struct {
+	int nranks, rank;          /* rank: the one whose my_aggr is set */
+	int nt;
+	const ckpt_tensor_t *t;    /* geometry (ndim, shape, esize) of nt tensors */
+	const uint64_t *bytes;     /* file sizes (the manifest's on load) */
+	uint64_t chunk;
+	const int32_t *local_rank; /* per rank: its rank on its node */
+	long want_aggr;            /* aggregator count; 0: local rank 0 of each node */
+	uint64_t window, direct_min;
+	const int64_t *desc;       /* per rank, ndesc descriptors of CKPT_DESC_W */
+	int64_t ndesc;
+} ckpt_plan_in_t;
+
+/* the blocks of a rank's table, and their descriptors padded to ndesc */
+int64_t ckpt_plan_nblocks(const ckpt_tensor_t *t, int nt);
+void ckpt_plan_pack(const ckpt_tensor_t *t, int nt, int64_t *desc, int64_t ndesc);
+/* Fills p (zeroed first); returns a loom status: LOOM_ERR_MISMATCH for a
+ * descriptor outside the table. ckpt_plan_free(p) in every case. */
+int ckpt_plan_build(ckpt_plan_t *p, const ckpt_plan_in_t *in);
+void ckpt_plan_free(ckpt_plan_t *p);
+/* aggregator j's window of round k: [*lo, *hi), empty past its domain */
+void ckpt_plan_window(const ckpt_plan_t *p, int j, int k, uint64_t *lo, uint64_t *hi);
+/* the tensor whose file holds virtual offset v (files may be empty) */
+int ckpt_plan_tensor_of(const ckpt_plan_t *p, uint64_t v);
+
+/* The pieces of rank r's runs inside [lo, hi), in order: calls fn (if
+ * not NULL) for each (virtual offset, length, run). Returns the byte total. */
+typedef void (*ckpt_piece_fn)(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *run);
+uint64_t ckpt_plan_pieces(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi,
+			  ckpt_piece_fn fn, void *arg);
+/* rank r's pieces in [lo, hi): their bytes (*bytes), and whether they go
+ * one message each (1) or packed into one (0). Both ends get the same
+ * answer: it depends on the plan only. */
+int ckpt_plan_direct(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi, uint64_t *bytes);
+/* does `rank` touch tensor t's file (independent: it writes its own runs) */
+int ckpt_plan_touches(const ckpt_plan_t *p, int rank, int t, int independent);
+
+/* scratch of ckpt_plan_zero_holes: intervals some rank holds */
+typedef struct {
+	uint64_t (*iv)[2];
+	long n, cap;
+	int oom;
+} ckpt_cover_t;
+/* zero the bytes of window [lo, hi) (in win) that no rank holds */
+void ckpt_plan_zero_holes(const ckpt_plan_t *p, ckpt_cover_t *c, char *win, uint64_t lo,
+			  uint64_t hi);
 
 /* ---- manifest (ckpt_format.c) ---- */
 typedef struct {

@@ -1,7 +1,9 @@
 # runtime/ckpt.mk: coordinated checkpoint/restart (loom_ckpt_*), its tests
 # and loom-ckpt-bench. Format: docs/checkpoint-format.md.
-runtime_libloom_la_SOURCES += runtime/ckpt.c runtime/ckpt_format.c runtime/ckpt_layout.c \
-	runtime/ckpt.h
+runtime_libloom_la_SOURCES += runtime/ckpt_signal.c runtime/ckpt_handle.c \
+	runtime/ckpt_plan.c runtime/ckpt_exchange.c runtime/ckpt_window.c runtime/ckpt_save.c \
+	runtime/ckpt_load.c runtime/ckpt_format.c runtime/ckpt_layout.c runtime/ckpt.h \
+	runtime/ckpt_internal.h
 if HAVE_XXHASH
 runtime_libloom_la_CFLAGS += $(XXHASH_CFLAGS)
 runtime_libloom_la_LIBADD += $(XXHASH_LIBS)
@@ -21,6 +23,11 @@ endif
 runtime_test_ckpt_world_SOURCES = runtime/test/ckpt_world.c
 runtime_test_ckpt_world_LDADD = runtime/libloom.la
 TESTS += runtime/test/ckpt_format runtime/test/ckpt_world
+# the plan as pure functions: hand-worked layouts, no communicator
+check_PROGRAMS += runtime/test/ckpt_plan
+runtime_test_ckpt_plan_SOURCES = runtime/test/ckpt_plan.c
+runtime_test_ckpt_plan_LDADD = runtime/libloom.la
+TESTS += runtime/test/ckpt_plan
 
 # drives the cluster tests t/t4*.t
 check_PROGRAMS += runtime/test/ckpt-drive
