@@ -54,8 +54,16 @@ test_expect_success 'a second cluster_stop leaves a later namespace alone' '
 	test -e "$LOOM_CLUSTER_DIR/stopped" || exit 1
 	unshare -m --propagation private sleep 1000 &
 	victim=$!
-	sleep 0.5 &&
-	echo "victim ns $(readlink /proc/$victim/ns/mnt); ours were: $CLUSTER_NS" &&
+	# the event: the victim runs sleep in a mount namespace not ours
+	ours=$(readlink /proc/self/ns/mnt) ns=
+	for i in $(seq 1 200); do
+		ns=$(readlink /proc/$victim/ns/mnt 2>/dev/null) || ns=
+		test -n "$ns" && test "$ns" != "$ours" &&
+			test "$(cat /proc/$victim/comm 2>/dev/null)" = sleep && break
+		sleep 0.05
+	done
+	test -n "$ns" && test "$ns" != "$ours" || { echo "unshare made no namespace"; kill $victim; exit 1; }
+	echo "victim ns $ns; ours were: $CLUSTER_NS" &&
 	cluster_stop &&
 	_cluster_alive $victim && kill $victim
 '

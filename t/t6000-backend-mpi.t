@@ -28,15 +28,13 @@ for spec in "-N2 -n4 4" "-N1 -n2 2"; do
 done
 
 test_expect_success 'deadline and abort (-N2 -n4, LOOM_TIMEOUT=2): the last rank skips, the others get LOOM_ERR_TIMEOUT; an abort reaches every rank' '
-	t0=$(date +%s)
 	LOOM_TIMEOUT=2 timeout 120 srun --mpi=pmix -N2 -n4 "$BCHECK" timeout >"$TEST_TMP/t.out" 2>"$TEST_TMP/t.err" && rc=0 || rc=$?
 	cat "$TEST_TMP/t.err" | head -40
 	test $rc = 0 &&
 	grep -q "mpi_check summary: backend=mpi ranks=4 checks=[0-9]* failed=0" "$TEST_TMP/t.out" &&
 	test $(grep -c "timeout: got operation timed out" "$TEST_TMP/t.err") = 3 &&
 	grep -q "timeout: comm dup[0-9]* op allreduce" "$TEST_TMP/t.err" &&
-	grep -q "communicator dup[0-9]* aborted by rank 0" "$TEST_TMP/t.err" &&
-	test $(( $(date +%s) - t0 )) -lt 100
+	grep -q "communicator dup[0-9]* aborted by rank 0" "$TEST_TMP/t.err"
 '
 grep -h "summary" "$TEST_TMP/t.out" 2>/dev/null | sed 's/^/# timeout: /'
 
@@ -47,8 +45,9 @@ else
 		set -- $spec
 		sargs="$1 $2" n=$3
 		test_expect_success "conformance suite, LOOM_BACKEND=mpi ($sargs): every check passes" '
-			timeout 400 srun --mpi=pmix '"$sargs"' "$CONF" >"$TEST_TMP/c'$n'.out" 2>"$TEST_TMP/c'$n'.err" && rc=0 || rc=$?
-			grep "^not ok" "$TEST_TMP/c'$n'.out"; head -20 "$TEST_TMP/c'$n'.err"
+			m=$(mktemp -d "$TEST_TMP/markers.XXXXXX")
+			timeout 400 srun --mpi=pmix '"$sargs"' "$CONF" --markers "$m" >"$TEST_TMP/c'$n'.out" 2>"$TEST_TMP/c'$n'.err" && rc=0 || rc=$?
+			grep "^not ok" "$TEST_TMP/c'$n'.out" || true; head -20 "$TEST_TMP/c'$n'.err"
 			test $rc = 0 &&
 			grep -E "^# conformance backend=mpi ranks='$n': ([0-9]+)/\1 passed" "$TEST_TMP/c'$n'.out"
 		'
@@ -56,8 +55,9 @@ else
 	done
 	test_expect_success 'conformance --case timeout, LOOM_BACKEND=mpi LOOM_TIMEOUT=2 (-N2 -n4)' '
 		LOOM_TIMEOUT=2 timeout 90 srun --mpi=pmix -N2 -n4 "$CONF" --case timeout >"$TEST_TMP/ct.out" 2>"$TEST_TMP/ct.err" && rc=0 || rc=$?
-		cat "$TEST_TMP/ct.out"; grep "^conformance" "$TEST_TMP/ct.err"
-		test $rc = 0 && test $(grep -c "^conformance: rank [0-9]*: timeout: ok" "$TEST_TMP/ct.err") = 4
+		cat "$TEST_TMP/ct.out"; grep "^conformance" "$TEST_TMP/ct.err" || true
+		test $rc = 0 && test $(grep -c "^conformance: rank [0-9]*: timeout: ok" "$TEST_TMP/ct.err") = 4 &&
+		grep -q "^conformance: rank 3: timeout: ok skipped the second allreduce; every other rank reported LOOM_ERR_TIMEOUT\$" "$TEST_TMP/ct.err"
 	'
 fi
 test_done

@@ -450,7 +450,6 @@ static void run_timeout(void)
 	loom_comm_t *d1 = NULL, *d2 = NULL, *d3 = NULL;
 	int32_t x = 1, y = 0;
 	loom_request_t *q;
-	double t0, el;
 	int rc, skipper = nr - 1;
 	/* d1..d3 inherit LOOM_TIMEOUT from the world; the world itself gets
 	 * a long deadline for the barriers between the cases */
@@ -459,13 +458,12 @@ static void run_timeout(void)
 	loom_comm_set_timeout(world, 120);
 	if (!d1 || !d2 || !d3)
 		return;
+	/* no durations measured: the statuses say what happened, the
+	 * caller's outer timeout bounds how long it may take */
 	if (me != skipper) {
-		t0 = now();
 		rc = loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, d1);
-		el = now() - t0;
 		check(rc == LOOM_ERR_TIMEOUT, "allreduce without rank %d: %s, want %s", skipper,
 		      loom_strerror(rc), loom_strerror(LOOM_ERR_TIMEOUT));
-		check(el < 60, "the timeout came within a generous bound (%.1f s)", el);
 		rc = loom_barrier(d1);
 		check(rc == LOOM_ERR_TIMEOUT, "the timed-out comm fails later ops: %s",
 		      loom_strerror(rc));
@@ -478,16 +476,15 @@ static void run_timeout(void)
 		fprintf(stderr, "mpi_check: rank %d: timeout: got %s\n", me, loom_strerror(rc));
 	}
 	check(loom_barrier(world) == 0, "world barrier after the timeouts");
-	/* rank 0 aborts d3 while the others wait in an allreduce on it */
+	/* rank 0 aborts d3 while the others wait in an allreduce on it: they
+	 * must get ABORTED (or PEER_LOST), not TIMEOUT (d3 has LOOM_TIMEOUT's
+	 * deadline, so an abort that was not noticed ends as a timeout) */
 	if (me == 0) {
 		check(loom_comm_abort(d3) == 0, "abort");
 	} else {
-		t0 = now();
 		rc = loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, d3);
-		el = now() - t0;
 		check(rc == LOOM_ERR_ABORTED || rc == LOOM_ERR_PEER_LOST,
 		      "allreduce on a comm rank 0 aborted: %s", loom_strerror(rc));
-		check(el < 60, "abort noticed within a generous bound (%.1f s)", el);
 	}
 	check(loom_barrier(world) == 0, "world barrier after the abort");
 	loom_comm_free(d1);

@@ -6,7 +6,7 @@
  * communicators (split, dup), the dp x tp x pp mesh, non-blocking
  * operations, and, selected with --case, the error paths.
  *
- *   srun --mpi=pmix -N2 -n4 conformance [--quick]
+ *   srun --mpi=pmix -N2 -n4 conformance [--quick] --markers DIR
  *   LOOM_TIMEOUT=2 srun ... conformance --case timeout
  *   srun ... conformance --case peer-lost [--kill exit|signal]
  *   LOOM_CHECK=1 srun ... conformance --case mismatch [--mismatch count|coll|dtype|op|root]
@@ -25,6 +25,7 @@
 #include <loom.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -401,31 +403,95 @@ static void test_alltoall(loom_dtype_t t)
 
 static void test_barrier(void)
 {
-	/* Rank 0 arrives 0.3 s late: nobody may leave the barrier before it
-	 * arrived (each rank's time inside >= 0.15 s allows for skew). */
+	/* Nobody may leave the barrier before rank 0 arrived, shown without
+	 * timing: rank 0 is late by an event, not a sleep. Every rank starts
+	 * an iallreduce; the other ranks queue an ibarrier behind it (so
+	 * their engine starts the barrier as soon as the allreduce is done).
+	 * Then each makes PINGS round trips through rank 0 over a duplicate
+	 * of world (a communicator of its own: world's operations complete
+	 * in order), testing its ibarrier between polls of the echo: it must
+	 * not complete. Only after every rank's report does rank 0 enter the
+	 * barrier (blocking, or ibarrier+wait). A barrier that does not wait
+	 * for rank 0 completes on the others during those round trips; a
+	 * correct one cannot complete before rank 0 entered, however slow
+	 * the host. */
+	enum { PINGS = 3 };
+	loom_comm_t *side = NULL;
+	int rc = loom_comm_dup(world, &side);
+	if (rc)
+		bail("dup for the barrier check", rc);
 	for (int nb = 0; nb < 2; nb++) {
-		double t0, dt;
-		int rc, s;
+		int s, r, j;
+		long long bad = 0;
+		int32_t one = 1, sum = 0;
+		int8_t early_done = 0, ping = 0;
+		loom_request_t *a = NULL, *req = NULL;
 		check_begin();
-		s = sub("%s, rank 0 late by 0.3 s", nb ? "ibarrier+wait" : "barrier");
-		if (me == 0)
-			usleep(300000);
-		t0 = now();
-		if (nb) {
-			loom_request_t *req = NULL;
+		s = sub("rank 0 in %s after the others' ibarrier stayed open over %d pings",
+			nb ? "ibarrier+wait" : "barrier", PINGS);
+		rc = loom_iallreduce(&one, &sum, 1, LOOM_INT32, LOOM_SUM, world, &a);
+		if (rc)
+			bail("iallreduce before the barrier check", rc);
+		if (me != 0)
 			rc = loom_ibarrier(world, &req);
+		{
+			int r2 = loom_wait(a);
 			if (!rc)
-				rc = loom_wait(req);
-		} else {
-			rc = loom_barrier(world);
+				rc = r2;
 		}
-		dt = now() - t0;
-		sub_result(s, rc, me != 0 && dt < 0.15);
-		if (me != 0 && dt < 0.15)
-			fprintf(stderr, "conformance: rank %d left the %s after %.3f s, before rank 0 arrived\n",
-				me, nb ? "ibarrier" : "barrier", dt);
+		if (!rc && sum != nr)
+			bad++;
+		if (me == 0) {
+			for (r = 1; r < nr && !rc; r++) {
+				for (j = 0; j < PINGS && !rc; j++) {
+					rc = loom_recv(&ping, 1, LOOM_INT8, r, side);
+					if (!rc)
+						rc = loom_send(&ping, 1, LOOM_INT8, r, side);
+				}
+				if (!rc)
+					rc = loom_recv(&early_done, 1, LOOM_INT8, r, side);
+				if (!rc && early_done) {
+					bad++;
+					fprintf(stderr, "conformance: rank %d left the ibarrier before rank 0 entered the %s\n",
+						r, nb ? "ibarrier" : "barrier");
+				}
+			}
+			if (!rc && nb) {
+				rc = loom_ibarrier(world, &req);
+				if (!rc)
+					rc = loom_wait(req);
+			} else if (!rc) {
+				rc = loom_barrier(world);
+			}
+		} else if (!rc) {
+			int d = 0;
+			for (j = 0; j < PINGS && !rc; j++) {
+				loom_request_t *e = NULL;
+				int de = 0;
+				rc = loom_send(&ping, 1, LOOM_INT8, 0, side);
+				if (!rc)
+					rc = loom_irecv(&ping, 1, LOOM_INT8, 0, side, &e);
+				while (!rc && !de) {
+					if (!d)
+						rc = loom_test(req, &d);
+					if (!rc)
+						rc = loom_test(e, &de);
+				}
+			}
+			early_done = (int8_t)(d != 0);
+			if (!rc)
+				rc = loom_send(&early_done, 1, LOOM_INT8, 0, side);
+			if (!d) {
+				int r2 = loom_wait(req);
+				if (!rc)
+					rc = r2;
+			}
+		}
+		sub_result(s, rc, bad);
 		check_end("%s waits for the last rank", nb ? "ibarrier" : "barrier");
+		rc = 0;
 	}
+	loom_comm_free(side);
 }
 
 static void test_p2p(void)
@@ -720,6 +786,48 @@ static void test_mesh(void)
 	free(got);
 }
 
+/* Marker files, for events that must not go through loom: the existence
+ * of DIR/TAG.TOKEN.RANK (DIR from --markers, seen by every rank; TOKEN
+ * rank 0's pid, broadcast, so that runs sharing DIR do not mix). */
+static const char *marker_dir;
+
+static int marker_put(const char *tag, int32_t token, char *path, size_t cap)
+{
+	int fd;
+	snprintf(path, cap, "%s/%s.%ld.%d", marker_dir, tag, (long)token, me);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "conformance: rank %d: cannot create marker %s: %s\n", me, path,
+			strerror(errno));
+		*path = 0;
+		return 0;
+	}
+	close(fd);
+	return 1;
+}
+
+/* Wait, making no loom call, until every rank but 0 left its marker or
+ * LOOM_T_MARKER_LIMIT s (default 120) passed (so that it cannot hang);
+ * returns how many it saw: the caller checks that, not the time. */
+static int marker_wait(const char *tag, int32_t token)
+{
+	const char *e = getenv("LOOM_T_MARKER_LIMIT");
+	double limit = e && *e ? atof(e) : 120, t0 = now();
+	struct timespec ts = { 0, 5000000 };
+	char p[4096];
+	struct stat st;
+	int n = 0, r;
+	for (;;) {
+		for (n = 0, r = 1; r < nr; r++) {
+			snprintf(p, sizeof p, "%s/%s.%ld.%d", marker_dir, tag, (long)token, r);
+			n += stat(p, &st) == 0;
+		}
+		if (n == nr - 1 || now() - t0 >= limit)
+			return n;
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* something to compute while collectives progress */
 static volatile double sink;
 static void compute(double seconds)
@@ -857,35 +965,75 @@ static void test_nonblocking(void)
 		free(rs); free(rsr); free(aa); free(aar); free(rd); free(rdr);
 	}
 
-	/* progress without calls: an iallreduce completes while the caller
-	 * only computes (loom.h: the caller need not call in) */
+	/* progress without calls (loom.h: the caller need not call in), shown
+	 * without timing: every rank posts an iallreduce and an ibarrier
+	 * behind it; rank 0 then makes no loom call at all until each other
+	 * rank has left a marker file (DIR/progress.TOKEN.RANK, --markers DIR)
+	 * saying that its own allreduce AND barrier completed. The others'
+	 * barrier cannot complete before rank 0's engine entered it, which it
+	 * does only after rank 0's allreduce (one queue, in order): so one
+	 * loom_test on rank 0 must report the allreduce done. An engine that
+	 * advances only inside loom calls leaves the others waiting, their
+	 * markers missing (rank 0 gives up after LOOM_T_MARKER_LIMIT s,
+	 * default 120) and the loom_test not done. */
+	if (nr < 2) {
+		tap_skip("non-blocking operations progress in the background while the caller makes no loom call",
+			 "one rank: no other rank to tell it the operation completed");
+		return;
+	}
 	{
 		float *a = balloc(cnt * 4), *b = balloc(cnt * 4);
-		loom_request_t *r = NULL;
-		int rc, d = 0, s;
+		loom_request_t *r = NULL, *br = NULL;
+		int rc, d = 0, s, seen = 0;
 		long long bad = 0;
+		int32_t token = (int32_t)getpid();
+		char mine[4096] = "";
 		check_begin();
-		s = sub("iallreduce count=%zu, then compute with one loom_test per 3 s (at most 5)", cnt);
-		lv_fill(a, cnt, LOOM_FLOAT32, LOOM_SUM, me, 0);
-		rc = loom_iallreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world, &r);
-		if (!rc) {
-			/* up to 5 slices of 3 s with one loom_test after each: a
-			 * loaded host may deschedule the progress thread for a while,
-			 * but 5 calls cannot drive a whole allreduce by themselves */
-			for (int slice = 0; slice < 5 && !rc && !d; slice++) {
-				compute(3.0);
-				rc = loom_test(r, &d);
-			}
-			if (!rc && !d) {
-				bad++;
-				fprintf(stderr, "conformance: rank %d: iallreduce not done after 15 s of compute\n", me);
+		s = sub("iallreduce count=%zu + ibarrier, rank 0 idle until markers, one loom_test", cnt);
+		rc = loom_broadcast(&token, &token, 1, LOOM_INT32, 0, world);
+		if (!rc && !marker_dir) {
+			if (me == 0)
+				fprintf(stderr, "conformance: the background-progress check on %d ranks needs --markers DIR (a directory every rank sees)\n", nr);
+			bad++;
+		} else if (!rc) {
+			lv_fill(a, cnt, LOOM_FLOAT32, LOOM_SUM, me, 0);
+			rc = loom_iallreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world, &r);
+			if (!rc)
+				rc = loom_ibarrier(world, &br);
+			else
+				loom_wait(r);
+		}
+		if (!rc && marker_dir) {
+			if (me == 0) {
+				seen = marker_wait("progress", token);  /* no loom call in here */
+				rc = loom_test(r, &d);                    /* the one and only test */
+				if (!rc && (!d || seen != nr - 1)) {
+					bad++;
+					fprintf(stderr, "conformance: rank 0: %d of %d other ranks finished while rank 0 made no loom call; then one loom_test: %s\n",
+						seen, nr - 1, d ? "done" : "not done");
+				}
+				if (!d) {
+					int r2 = loom_wait(r);  /* let the others go on */
+					if (!rc)
+						rc = r2;
+				}
+			} else {
 				rc = loom_wait(r);
+			}
+			{
+				int r2 = loom_wait(br);
+				if (!rc)
+					rc = r2;
 			}
 			if (!rc)
 				bad += wrong_reduced(b, cnt, LOOM_FLOAT32, LOOM_SUM, 0);
+			if (me != 0 && !rc)
+				bad += !marker_put("progress", token, mine, sizeof mine);
 		}
 		sub_result(s, rc, bad);
-		check_end("non-blocking operations progress in the background while the caller computes");
+		check_end("non-blocking operations progress in the background while the caller makes no loom call");
+		if (*mine)
+			unlink(mine);
 		free(a);
 		free(b);
 	}
@@ -939,11 +1087,18 @@ static int verdict(const char *cse, int pass, const char *fmt, ...)
 	return pass;
 }
 
+/* Rank `skipper` skips the second allreduce; the others must get
+ * LOOM_ERR_TIMEOUT (the deadline is LOOM_TIMEOUT, else 2 s; how soon is
+ * the caller's outer timeout's business, not a measured duration here).
+ * The skipper stays alive, so that the others' error is the deadline and
+ * not a lost peer, until each of them reported its verdict to it over a
+ * duplicate of world made beforehand (with a deadline of its own). */
 static int case_timeout(void)
 {
-	double tmo = getenv("LOOM_TIMEOUT") ? atof(getenv("LOOM_TIMEOUT")) : 0, t0, dt;
-	int skipper = nr - 1, rc, pass = 1;
+	double tmo = getenv("LOOM_TIMEOUT") ? atof(getenv("LOOM_TIMEOUT")) : 0;
+	int skipper = nr - 1, rc, pass = 1, r;
 	float x = 1, y = 0;
+	loom_comm_t *side = NULL;
 	if (nr < 2) {
 		out("1..0 # SKIP --case timeout needs 2 ranks\n");
 		return 1;
@@ -953,31 +1108,55 @@ static int case_timeout(void)
 		loom_comm_set_timeout(world, tmo);
 	}
 	out("1..2\n");
-	rc = loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_SUM, world);
+	rc = loom_comm_dup(world, &side);
+	if (!rc)
+		rc = loom_comm_set_timeout(side, 3600);
+	if (!rc)
+		rc = loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_SUM, world);
 	tap(!rc && y == nr, "a first allreduce works");
 	if (rc || y != nr)
 		return verdict("timeout", 0, "the first allreduce: %s, %g", loom_strerror(rc), y);
 	if (me == skipper) {
 		/* skip the collective; stay alive until the others timed out */
-		usleep((useconds_t)((2 * tmo + 3) * 1e6));
-		return verdict("timeout", 1, "skipped the second allreduce");
+		int8_t v = 0;
+		for (r = 0; r < nr && !rc; r++) {
+			if (r == skipper)
+				continue;
+			rc = loom_recv(&v, 1, LOOM_INT8, r, side);
+			pass = pass && !rc && v == 1;
+		}
+		loom_comm_free(side);
+		return verdict("timeout", pass, "skipped the second allreduce; %s", rc ? loom_strerror(rc)
+			       : pass ? "every other rank reported LOOM_ERR_TIMEOUT" : "another rank did not time out");
 	}
-	t0 = now();
 	rc = loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_SUM, world);
-	dt = now() - t0;
-	/* bounded: not before 90% of the deadline, not long after it */
-	pass = rc == LOOM_ERR_TIMEOUT && dt >= 0.9 * tmo && dt <= tmo + 10;
-	tap(pass, "rank %d skips an allreduce: the others get LOOM_ERR_TIMEOUT after ~%g s (rank 0: %s after %.2f s)",
-	    skipper, tmo, loom_strerror(rc), dt);
-	return verdict("timeout", pass, "got %s after %.2f s (LOOM_TIMEOUT %g)", loom_strerror(rc), dt, tmo);
+	pass = rc == LOOM_ERR_TIMEOUT;
+	{
+		int8_t v = (int8_t)pass;
+		int r2 = loom_send(&v, 1, LOOM_INT8, skipper, side);
+		if (r2)
+			fprintf(stderr, "conformance: rank %d: timeout: telling rank %d: %s\n", me, skipper,
+				loom_strerror(r2));
+	}
+	loom_comm_free(side);
+	tap(pass, "rank %d skips an allreduce: the others get LOOM_ERR_TIMEOUT (rank 0: %s)",
+	    skipper, loom_strerror(rc));
+	return verdict("timeout", pass, "got %s (LOOM_TIMEOUT %g)", loom_strerror(rc), tmo);
 }
 
+/* Three allreduces; then every other rank tells the victim, point to
+ * point, that its third allreduce completed (so nothing of the victim's
+ * share is still needed: dying cannot fail the others' third), and goes
+ * on into a fourth. The victim, once told by all, posts its fourth as an
+ * iallreduce and dies at once, with it outstanding. Each of the others'
+ * fourth allreduce must fail with LOOM_ERR_PEER_LOST (not TIMEOUT: the
+ * caller sets a large LOOM_TIMEOUT and bounds the run from outside). */
 static int case_peer_lost(const char *how)
 {
-	int victim = nr - 1, rc = 0, it, pass;
+	int victim = nr - 1, rc = 0, it, pass, r;
 	size_t cnt = 1 << 18;
 	float *a = balloc(cnt * 4), *b = balloc(cnt * 4);
-	double t0 = 0, dt;
+	int8_t ack = 1;
 	if (nr < 2) {
 		out("1..0 # SKIP --case peer-lost needs 2 ranks\n");
 		return 1;
@@ -986,37 +1165,33 @@ static int case_peer_lost(const char *how)
 	lv_fill(a, cnt, LOOM_FLOAT32, LOOM_SUM, me, 0);
 	for (it = 0; it < 3 && !rc; it++)
 		rc = loom_allreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world);
-	tap(!rc, "three allreduces before a rank dies");
+	if (!rc)
+		rc = wrong_reduced(b, cnt, LOOM_FLOAT32, LOOM_SUM, 0) ? LOOM_ERR_CORRUPT : 0;
+	if (!rc && me != victim)
+		rc = loom_send(&ack, 1, LOOM_INT8, victim, world);
+	for (r = 0; !rc && me == victim && r < nr - 1; r++)
+		rc = loom_recv(&ack, 1, LOOM_INT8, r, world);
+	tap(!rc, "three allreduces before a rank dies, each rank's third acknowledged to it");
 	if (rc)
 		return verdict("peer-lost", 0, "allreduce before the kill: %s", loom_strerror(rc));
 	if (me == victim) {
-		loom_request_t *r;
-		/* The victim's share of the third allreduce may still sit in its
-		 * send queue when its own result is complete; dying at once
-		 * would fail the others' third allreduce instead of the fourth
-		 * (seen in CI). Give the engine time to flush it first. */
-		usleep(300000);
-		/* die in the middle of an operation */
-		loom_iallreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world, &r);
-		usleep(2000);
+		loom_request_t *q;
 		fprintf(stderr, "conformance: rank %d: peer-lost: dying now (%s)\n", me,
 			!strcmp(how, "signal") ? "SIGKILL" : "_exit(9)");
 		fflush(stderr);
+		/* die in the middle of an operation */
+		loom_iallreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world, &q);
 		if (!strcmp(how, "signal"))
 			raise(SIGKILL);
 		_exit(9);
 	}
-	t0 = now();
-	for (it = 0; it < 100000 && !rc && now() - t0 < 60; it++)
-		rc = loom_allreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world);
-	dt = now() - t0;
-	/* bounded: well under LOOM_TIMEOUT (the test sets 60 s) */
-	pass = rc == LOOM_ERR_PEER_LOST && dt < 15;
-	tap(pass, "rank %d dies (%s) mid-allreduce: the others get LOOM_ERR_PEER_LOST within 15 s (rank 0: %s after %.2f s)",
-	    victim, how, loom_strerror(rc), dt);
+	rc = loom_allreduce(a, b, cnt, LOOM_FLOAT32, LOOM_SUM, world);
+	pass = rc == LOOM_ERR_PEER_LOST;
+	tap(pass, "rank %d dies (%s) mid-allreduce: the others' fourth allreduce gets LOOM_ERR_PEER_LOST (rank 0: %s)",
+	    victim, how, loom_strerror(rc));
 	free(a);
 	free(b);
-	return verdict("peer-lost", pass, "got %s after %.2f s, %d allreduces", loom_strerror(rc), dt, it);
+	return verdict("peer-lost", pass, "the fourth allreduce got %s", loom_strerror(rc));
 }
 
 static int case_mismatch(const char *what)
@@ -1056,9 +1231,11 @@ static int case_mismatch(const char *what)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: conformance [--quick] [--case timeout|peer-lost|mismatch]\n"
+	fprintf(f, "usage: conformance [--quick] [--markers DIR] [--case timeout|peer-lost|mismatch]\n"
 		   "                   [--kill exit|signal] [--mismatch count|coll|dtype|op|root]\n"
-		   "The backend comes from LOOM_BACKEND (native|mpi|nccl|auto).\n");
+		   "The backend comes from LOOM_BACKEND (native|mpi|nccl|auto). --markers names\n"
+		   "a directory every rank sees (needed on more than one rank: the background-\n"
+		   "progress check signals through marker files there, not through loom).\n");
 }
 
 int main(int argc, char **argv)
@@ -1074,6 +1251,8 @@ int main(int argc, char **argv)
 			kill_how = argv[++i];
 		else if (!strcmp(argv[i], "--mismatch") && i + 1 < argc)
 			mis = argv[++i];
+		else if (!strcmp(argv[i], "--markers") && i + 1 < argc && *argv[i + 1])
+			marker_dir = argv[++i];
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return 0;
