@@ -48,7 +48,14 @@ test_expect_success 'sbatch --wait examples/matmul_io.sbatch (files in the submi
 	test -s "$TEST_TMP/matmul_io/loom-matmul-C.bin"
 '
 test_expect_success 'a failing check fails the batch job' '
-	! sbatch_run dp_train --steps 5 --tol 0 --bf16 --log-every 0 2>/dev/null ||
-		{ echo "job exited 0"; false; }
+	sbatch_run dp_train --steps 5 --tol 0 --bf16 --log-every 0 && rc=0 || rc=$?
+	test $rc -ne 0 || { echo "job exited 0"; false; }
+	# the submission was accepted and the job ran the program, which
+	# failed its own check (not a rejected job or a dead cluster)
+	grep -q "^Submitted batch job [0-9]" "$TEST_TMP/dp_train/sbatch.out" &&
+	grep -q "^loom-dp-train: 4 ranks" "$TEST_TMP/dp_train/job.out" &&
+	grep -q "^loom-dp-train: FAIL: loss curve and final parameters match the serial run within relative tolerance 0 (bf16 wire, allreduce order): exceeded\$" \
+		"$TEST_TMP/dp_train/job.out" &&
+	test $rc -eq 1
 '
 test_done
