@@ -3,13 +3,21 @@
 # strictly and counts exactly the operations the program ran.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 python3 -c 'import sys' 2>/dev/null || skip_all "python3 not installed"
-grep -q '^#define HAVE_PMIX 1' "$LOOM_BUILD_DIR/config.h" || skip_all "libloom built without PMIx"
+# The bootstrap follows the build: PMIx when libloom has it (config.h),
+# else the RANK/WORLD_SIZE/MASTER_* variables that loom.so writes (the
+# test cluster loads it), so the metrics are checked either way.
+if grep -q '^#define HAVE_PMIX 1' "$LOOM_BUILD_DIR/config.h"; then
+	launch="srun --mpi=pmix"
+else
+	test_need_plugin
+	launch="srun --mpi=none"
+fi
 test_need_cluster
 prom="python3 $LOOM_SRC_DIR/t/lib/promtext.py"
 prog="$LOOM_BUILD_DIR/t/metrics/count_ops"
 
 test_expect_success '4 ranks on 2 nodes run with LOOM_METRICS_FILE' '
-	LOOM_METRICS_FILE="$TEST_TMP/loom-%j-%r.prom" srun --mpi=pmix -N2 -n4 "$prog" &&
+	LOOM_METRICS_FILE="$TEST_TMP/loom-%j-%r.prom" $launch -N2 -n4 "$prog" &&
 	ls "$TEST_TMP" &&
 	test $(ls "$TEST_TMP"/loom-*-[0-3].prom | wc -l) -eq 4
 '
@@ -28,7 +36,7 @@ done
 test_expect_success 'a checkpoint is counted with its size on every rank' '
 	mkdir "$TEST_TMP/ckpt" "$TEST_TMP/c" &&
 	LOOM_CKPT_DIR="$TEST_TMP/ckpt" LOOM_METRICS_FILE="$TEST_TMP/c/loom-%r.prom" \
-		srun --mpi=pmix -N2 -n4 "$prog" &&
+		$launch -N2 -n4 "$prog" &&
 	for r in 0 1 2 3; do
 		$prom "$TEST_TMP/c/loom-$r.prom" &&
 		test "$($prom "$TEST_TMP/c/loom-$r.prom" loom_checkpoints_total comm=world)" = 1 &&
