@@ -1,52 +1,49 @@
-# runtime/: libloom, the library training programs link. Knows nothing of SPANK.
+# runtime/: libloom, the library training programs link. Knows nothing of
+# SPANK. One folder per layer, bottom up; a folder's files call only into
+# their own folder and the ones before it in this list (t/t0007 checks the
+# calls in the built objects; runtime/README.md says what each one does):
+#   util metrics transport comm coll core boot backend api dp ckpt
+# Everything goes into the convenience library libloom_core.la, which the
+# unit tests link (internals included); the installed libloom.la is made
+# from it and exports exactly the functions loom.h declares.
+noinst_LTLIBRARIES += runtime/libloom_core.la
+runtime_libloom_core_la_SOURCES =
+runtime_libloom_core_la_CFLAGS = $(AM_CFLAGS) -pthread
+runtime_libloom_core_la_LIBADD =
+include $(srcdir)/runtime/util/local.mk
+include $(srcdir)/runtime/metrics/local.mk
+include $(srcdir)/runtime/transport/local.mk
+include $(srcdir)/runtime/comm/local.mk
+include $(srcdir)/runtime/coll/local.mk
+include $(srcdir)/runtime/core/local.mk
+include $(srcdir)/runtime/boot/local.mk
+include $(srcdir)/runtime/backend/local.mk
+include $(srcdir)/runtime/api/local.mk
+include $(srcdir)/runtime/dp/local.mk
+include $(srcdir)/runtime/ckpt/local.mk
+
 lib_LTLIBRARIES += runtime/libloom.la
 include_HEADERS += runtime/loom.h
 pkgconfig_DATA += runtime/loom.pc
-noinst_HEADERS += runtime/loom_internal.h
-runtime_libloom_la_SOURCES = \
-	runtime/error.c \
-	runtime/log.c \
-	runtime/sync.c \
-	runtime/reduce_ops.c \
-	runtime/transport_tcp.c \
-	runtime/transport_shm.c \
-	runtime/comm_core.c \
-	runtime/xfer.c \
-	runtime/plan.c \
-	runtime/coll_allreduce.c \
-	runtime/coll_reduce.c \
-	runtime/coll_bcast.c \
-	runtime/coll_ring.c \
-	runtime/coll_misc.c \
-	runtime/op.c \
-	runtime/coll.c \
-	runtime/progress.c \
-	runtime/comm.c \
-	runtime/comm_native.c \
-	runtime/mesh.c \
-	runtime/bootstrap.c \
-	runtime/bootstrap_env.c \
-	runtime/world.c \
-	runtime/init.c
-runtime_libloom_la_CFLAGS = $(AM_CFLAGS) -pthread
-runtime_libloom_la_LIBADD =
-if HAVE_PMIX
-runtime_libloom_la_SOURCES += runtime/bootstrap_pmix.c
-runtime_libloom_la_CFLAGS += $(PMIX_CFLAGS)
-runtime_libloom_la_LIBADD += $(PMIX_LIBS)
-endif
-runtime_libloom_la_LDFLAGS = -version-info 0:0:0 -pthread
+EXTRA_DIST += runtime/README.md
+runtime_libloom_la_SOURCES =
+runtime_libloom_la_LIBADD = runtime/libloom_core.la
+runtime_libloom_la_LDFLAGS = -version-info 0:0:0 -pthread -export-symbols runtime/loom.sym
+EXTRA_runtime_libloom_la_DEPENDENCIES = runtime/loom.sym
+# the exported names: every function loom.h declares
+runtime/loom.sym: $(srcdir)/runtime/loom.h
+	$(AM_V_GEN)sed -n 's/^[a-z][a-z_ ]*[ *]\(loom_[a-z0-9_]*\)(.*/\1/p' \
+		$(srcdir)/runtime/loom.h | sort -u >$@
+CLEANFILES += runtime/loom.sym
 
-check_PROGRAMS += runtime/test/strerror
+# unit tests of the runtime (TAP, t/tap.h); those that look inside link
+# the convenience library
+check_PROGRAMS += runtime/test/strerror runtime/test/single
 runtime_test_strerror_SOURCES = runtime/test/strerror.c
 runtime_test_strerror_LDADD = runtime/libloom.la
-TESTS += runtime/test/strerror
-
-# C unit tests of the runtime (TAP, t/tap.h)
-check_PROGRAMS += runtime/test/single
 runtime_test_single_SOURCES = runtime/test/single.c
 runtime_test_single_LDADD = runtime/libloom.la
-TESTS += runtime/test/single
+TESTS += runtime/test/strerror runtime/test/single
 
 # multi-rank test program for the cluster tests t/t2*.t (not installed)
 check_PROGRAMS += t/runtime/coll-check
@@ -59,10 +56,3 @@ dist_check_SCRIPTS += \
 	t/t2002-runtime-coll-pmix.t \
 	t/t2003-runtime-comm.t \
 	t/t2004-runtime-failures.t
-
-check_PROGRAMS += runtime/test/reduce_ops runtime/test/plan
-runtime_test_reduce_ops_SOURCES = runtime/test/reduce_ops.c
-runtime_test_reduce_ops_LDADD = runtime/libloom.la -lm
-runtime_test_plan_SOURCES = runtime/test/plan.c
-runtime_test_plan_LDADD = runtime/libloom.la
-TESTS += runtime/test/reduce_ops runtime/test/plan

@@ -21,7 +21,8 @@ dist_check_SCRIPTS += \
 	t/t0001-cluster.t \
 	t/t0002-plugin-chain.t \
 	t/t0003-contrib.t \
-	t/t0005-man.t
+	t/t0005-man.t \
+	t/t0007-runtime-layers.t
 TESTS += $(dist_check_SCRIPTS)
 
 # the per-area summary comes last: its log waits for every other test's

@@ -2,7 +2,7 @@
  * bfloat16 compute in fp32 and round once per combining step, for every
  * op, against the same arithmetic done here on loom's own conversions. */
 #include "config.h"
-#include "backend.h"
+#include "backend/backend.h"
 #include "../../t/tap.h"
 
 #include <math.h>

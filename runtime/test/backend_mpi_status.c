@@ -3,7 +3,7 @@
  * errors and deadlines come back as, and that loom leaves the program's
  * MPI alone (no MPI_Finalize on a program that initialized MPI). */
 #include "config.h"
-#include "backend.h"
+#include "backend/backend.h"
 #include "../../t/tap.h"
 
 #include <stdint.h>

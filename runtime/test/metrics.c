@@ -2,7 +2,7 @@
  * With LOOM_METRICS_FILE set, also writes that file for the strict
  * parser of t/t0004-metrics.t to read. */
 #include "config.h"
-#include "../metrics.h"
+#include "metrics/metrics.h"
 #include "../../t/tap.h"
 
 static char text[65536];

@@ -1,7 +1,7 @@
-/* unit test: which algorithm each collective uses (runtime/plan.c), and
+/* unit test: which algorithm each collective uses (runtime/test/plan.c), and
  * the block partition the ring algorithms rely on. */
 #include "config.h"
-#include "loom_internal.h"
+#include "coll/coll.h"
 #include "../../t/tap.h"
 
 int main(void)

@@ -3,7 +3,7 @@
  * (round to nearest even, subnormals, overflow, NaN), and 16-bit
  * reductions computed in fp32 with one rounding. */
 #include "config.h"
-#include "loom_internal.h"
+#include "util/util.h"
 #include "../../t/tap.h"
 
 #include <math.h>

@@ -1,0 +1,72 @@
+/* runtime/api/comm.c: the public communicator calls (rank, size, names,
+ * timeouts, split, dup, free, abort) through the communicator's backend,
+ * and the native backend's split/dup/free/abort. */
+#include "backend/backend.h"
+#include "metrics/metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int loom_comm_rank(const loom_comm_t *c) { return c ? c->rank : -1; }
+int loom_comm_size(const loom_comm_t *c) { return c ? c->size : -1; }
+int loom_comm_local_rank(const loom_comm_t *c) { return c ? c->local_rank : -1; }
+int loom_comm_local_size(const loom_comm_t *c) { return c ? c->local_size : -1; }
+
+int loom_comm_set_timeout(loom_comm_t *c, double seconds)
+{
+	if (!c || !(seconds > 0))
+		return LOOM_ERR_INVALID;
+	c->timeout = seconds;
+	if (c->nodec)
+		c->nodec->timeout = seconds;
+	if (c->leaderc)
+		c->leaderc->timeout = seconds;
+	return LOOM_SUCCESS;
+}
+
+int loom_comm_set_name(loom_comm_t *c, const char *name)
+{
+	if (!c || !name)
+		return LOOM_ERR_INVALID;
+	snprintf(c->name, sizeof c->name, "%s", name);
+	loom_metrics_rename(c->metrics, c->name);
+	return LOOM_SUCCESS;
+}
+
+const char *loom_comm_name(const loom_comm_t *c) { return c ? c->name : NULL; }
+
+/* ---- public: through the communicator's backend ---- */
+int loom_comm_split(loom_comm_t *c, int color, int key, loom_comm_t **newcomm)
+{
+	if (!c || !newcomm || (color < 0 && color != LOOM_UNDEFINED))
+		return LOOM_ERR_INVALID;
+	*newcomm = NULL;
+	return c->be->split(c, color, key, newcomm);
+}
+
+int loom_comm_dup(loom_comm_t *c, loom_comm_t **newcomm)
+{
+	if (!c || !newcomm)
+		return LOOM_ERR_INVALID;
+	*newcomm = NULL;
+	return c->be->dup(c, newcomm);
+}
+
+int loom_comm_free(loom_comm_t *c)
+{
+	if (!c)
+		return LOOM_ERR_INVALID;
+	if (c->is_world) {
+		LOOM_WARN("loom_comm_free on the world communicator: use loom_finalize");
+		return LOOM_ERR_INVALID;
+	}
+	return c->be->free(c);
+}
+
+int loom_comm_abort(loom_comm_t *c)
+{
+	if (!c)
+		return LOOM_ERR_INVALID;
+	return c->be->abort(c);
+}

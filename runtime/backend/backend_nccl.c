@@ -1,0 +1,662 @@
+/* runtime/backend/backend_nccl.c: the NCCL backend.
+ *
+ * An NCCL communicator is a native loom communicator of the same members
+ * (its bootstrap, host-memory operations, and abort/peer-lost signalling)
+ * plus one ncclComm_t. Per call: when the buffers are device memory
+ * (cudaPointerGetAttributes) the operation goes to NCCL on the
+ * communicator's stream, else to the native communicator; every rank must
+ * pass the same kind of memory to one call, as with dtype and count.
+ *
+ * World: the native world first; rank 0's ncclUniqueId is broadcast over
+ * it. Device: LOCAL_RANK (what loom.so writes), else the native local
+ * rank, modulo the visible devices (CUDA_VISIBLE_DEVICES). NCCL runs
+ * non-blocking (ncclConfig_t.blocking = 0): every NCCL call is followed
+ * by polling ncclCommGetAsyncError, and completion by polling
+ * cudaStreamQuery, against the communicator's deadline; on a timeout, or
+ * when the native communicator reports an abort or a lost peer, the
+ * ncclComm is aborted (ncclCommAbort) and the call returns the error.
+ * 16-bit floats map onto ncclFloat16 / ncclBfloat16: NCCL converts to
+ * fp32 for each addition but sends and stores partial results in the
+ * 16-bit type, so they are rounded at each step (as the MPI backend's
+ * user ops do), not accumulated in fp32 end to end like the native
+ * backend. Compile-tested only where no GPU was available.
+ */
+#include "backend/backend.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ncomm {
+	struct loom_comm *nat;   /* the native communicator of the same members */
+	ncclComm_t nc;
+	cudaStream_t own, stream;
+	int device;
+	int aborted;
+	unsigned long long nsplit;
+	struct loom_comm *world;  /* the world this communicator derives from */
+	struct loom_comm *kids;   /* world: its live derived communicators */
+	struct loom_comm *sib;    /* next in the world's kids */
+};
+
+struct nreq {
+	struct loom_comm *c;
+	cudaEvent_t ev;
+	double started, deadline;
+	const char *opname;
+};
+
+
+static int nccl_status(ncclResult_t r)
+{
+	switch (r) {
+	case ncclSuccess: return LOOM_SUCCESS;
+	case ncclInvalidArgument: case ncclInvalidUsage: return LOOM_ERR_INVALID;
+	case ncclRemoteError: return LOOM_ERR_PEER_LOST;
+	case ncclSystemError: case ncclUnhandledCudaError: case ncclInternalError:
+	default: return LOOM_ERR_SYSTEM;
+	}
+}
+
+static void nabort(struct loom_comm *c, int st)
+{
+	struct ncomm *n = c->impl;
+	int zero = 0;
+	atomic_compare_exchange_strong(&c->failed, &zero, st);
+	if (!n->aborted && n->nc) {
+		n->aborted = 1;
+		ncclCommAbort(n->nc);
+		n->nc = NULL;
+	}
+}
+
+/* Wait until NCCL is no longer "in progress" on n->nc (non-blocking mode)
+ * or the deadline passes. */
+static int nccl_settle(struct loom_comm *c, ncclResult_t r, const char *what, double deadline)
+{
+	struct ncomm *n = c->impl;
+	ncclResult_t a = r;
+	unsigned spins = 0;
+	while (a == ncclInProgress) {
+		int f = atomic_load(&n->nat->failed);
+		if (f) {
+			nabort(c, f);
+			return f;
+		}
+		if (loom_now() >= deadline) {
+			LOOM_ERR("timeout: comm %s: %s still in progress after the deadline; ncclCommAbort",
+				 c->name, what);
+			nabort(c, LOOM_ERR_TIMEOUT);
+			return LOOM_ERR_TIMEOUT;
+		}
+		if (++spins > 1000)
+			sched_yield();
+		if (ncclCommGetAsyncError(n->nc, &a) != ncclSuccess)
+			break;
+	}
+	if (a != ncclSuccess) {
+		LOOM_ERR("comm %s: %s: %s", c->name, what, ncclGetErrorString(a));
+		nabort(c, nccl_status(a));
+		return nccl_status(a);
+	}
+	return LOOM_SUCCESS;
+}
+
+/* Poll an event (NULL: the stream) until done, an async error, a failure
+ * of the native comm, or the deadline. block 0: once. */
+static int nccl_poll(struct loom_comm *c, cudaEvent_t ev, const char *what, double started,
+		     double deadline, int block, int *done)
+{
+	struct ncomm *n = c->impl;
+	unsigned spins = 0;
+	*done = 1;
+	for (;;) {
+		cudaError_t e = ev ? cudaEventQuery(ev) : cudaStreamQuery(n->stream);
+		ncclResult_t a = ncclSuccess;
+		int f;
+		if (e == cudaSuccess)
+			return LOOM_SUCCESS;
+		if (e != cudaErrorNotReady) {
+			LOOM_ERR("comm %s: %s: CUDA: %s", c->name, what, cudaGetErrorString(e));
+			nabort(c, LOOM_ERR_SYSTEM);
+			return LOOM_ERR_SYSTEM;
+		}
+		if (n->nc && ncclCommGetAsyncError(n->nc, &a) == ncclSuccess && a != ncclSuccess &&
+		    a != ncclInProgress) {
+			LOOM_ERR("comm %s: %s: %s", c->name, what, ncclGetErrorString(a));
+			nabort(c, nccl_status(a));
+			return nccl_status(a);
+		}
+		if ((f = atomic_load(&n->nat->failed)) || (f = atomic_load(&c->failed))) {
+			nabort(c, f);
+			return f;
+		}
+		if (loom_now() >= deadline) {
+			LOOM_ERR("timeout: comm %s op %s after %.1f s (nccl backend); ncclCommAbort, the "
+				 "communicator fails from now on", c->name, what, loom_now() - started);
+			nabort(c, LOOM_ERR_TIMEOUT);
+			return LOOM_ERR_TIMEOUT;
+		}
+		if (!block) {
+			*done = 0;
+			return LOOM_SUCCESS;
+		}
+		if (++spins > 1000)
+			sched_yield();
+	}
+}
+
+static int is_dev(const void *p)
+{
+	struct cudaPointerAttributes at;
+	if (!p)
+		return 0;
+	if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+		cudaGetLastError();  /* clear it */
+		return 0;
+	}
+	return at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged;
+}
+
+static ncclDataType_t ntype(loom_dtype_t dt)
+{
+	switch (dt) {
+	case LOOM_INT8: return ncclInt8;
+	case LOOM_INT32: return ncclInt32;
+	case LOOM_INT64: return ncclInt64;
+	case LOOM_FLOAT16: return ncclFloat16;
+	case LOOM_BFLOAT16: return ncclBfloat16;
+	case LOOM_FLOAT32: return ncclFloat32;
+	default: return ncclFloat64;
+	}
+}
+
+static ncclRedOp_t nop(loom_op_t op)
+{
+	switch (op) {
+	case LOOM_PROD: return ncclProd;
+	case LOOM_MIN: return ncclMin;
+	case LOOM_MAX: return ncclMax;
+	case LOOM_AVG: return ncclAvg;
+	default: return ncclSum;
+	}
+}
+
+/* Enqueue d on the stream (device buffers, validated). */
+static int enqueue(struct loom_comm *c, const struct loom_opdesc *d, double deadline)
+{
+	struct ncomm *n = c->impl;
+	size_t es = loom_dtype_size(d->dt), cnt = d->count;
+	ncclDataType_t t = ntype(d->dt);
+	ncclResult_t r = ncclSuccess;
+	int i;
+	if (!n->nc)
+		return atomic_load(&c->failed) ? atomic_load(&c->failed) : LOOM_ERR_ABORTED;
+	switch (d->kind) {
+	case LOOM_OP_ALLREDUCE:
+		r = ncclAllReduce(d->s, d->r, cnt, t, nop(d->op), n->nc, n->stream);
+		break;
+	case LOOM_OP_BCAST:
+		r = ncclBroadcast(d->s, d->r, cnt, t, d->root, n->nc, n->stream);
+		break;
+	case LOOM_OP_REDUCE:
+		r = ncclReduce(d->s, d->r, cnt, t, nop(d->op), d->root, n->nc, n->stream);
+		break;
+	case LOOM_OP_ALLGATHER:
+		r = ncclAllGather(d->s, d->r, cnt, t, n->nc, n->stream);
+		break;
+	case LOOM_OP_REDUCE_SCATTER:
+		if (d->s == d->r) {
+			/* NCCL's in-place form leaves the result at block rank */
+			char *blk = (char *)d->r + (size_t)c->rank * cnt * es;
+			r = ncclReduceScatter(d->s, blk, cnt, t, nop(d->op), n->nc, n->stream);
+			if (r == ncclSuccess || r == ncclInProgress) {
+				int rc = nccl_settle(c, r, "reduce_scatter", deadline);
+				if (rc)
+					return rc;
+				if (c->rank && cudaMemcpyAsync(d->r, blk, cnt * es, cudaMemcpyDeviceToDevice,
+							       n->stream) != cudaSuccess)
+					return LOOM_ERR_SYSTEM;
+				return LOOM_SUCCESS;
+			}
+		} else {
+			r = ncclReduceScatter(d->s, d->r, cnt, t, nop(d->op), n->nc, n->stream);
+		}
+		break;
+	case LOOM_OP_ALLTOALL: {
+		const char *s = d->s;
+		void *tmp = NULL;
+		size_t bytes = (size_t)c->size * cnt * es;
+		if (d->s == d->r) {
+			if (cudaMallocAsync(&tmp, bytes, n->stream) != cudaSuccess ||
+			    cudaMemcpyAsync(tmp, d->s, bytes, cudaMemcpyDeviceToDevice, n->stream) !=
+				    cudaSuccess)
+				return LOOM_ERR_NOMEM;
+			s = tmp;
+		}
+		r = ncclGroupStart();
+		for (i = 0; i < c->size && (r == ncclSuccess || r == ncclInProgress); i++) {
+			r = ncclSend(s + (size_t)i * cnt * es, cnt, t, i, n->nc, n->stream);
+			if (r == ncclSuccess || r == ncclInProgress)
+				r = ncclRecv((char *)d->r + (size_t)i * cnt * es, cnt, t, i, n->nc,
+					     n->stream);
+		}
+		{
+			ncclResult_t e = ncclGroupEnd();
+			if (r == ncclSuccess)
+				r = e;
+		}
+		if (tmp)
+			cudaFreeAsync(tmp, n->stream);
+		break;
+	}
+	default:
+		return LOOM_ERR_INVALID;
+	}
+	return nccl_settle(c, r, loom_opdesc_name(d->kind), deadline);
+}
+
+/* 1: device path, 0: host path, <0: mixed */
+static int route(const struct loom_opdesc *d)
+{
+	int a = is_dev(d->s), b = is_dev(d->r);
+	if (d->kind == LOOM_OP_BARRIER)
+		return 0;
+	if ((d->s && d->r && a != b))
+		return -1;
+	return a || b;
+}
+
+/* host buffers: the native communicator of the same ranks runs it */
+static struct loom_comm *native_of(struct loom_comm *c)
+{
+	struct loom_comm *nat = ((struct ncomm *)c->impl)->nat;
+	nat->timeout = c->timeout;
+	return nat;
+}
+
+/* one collective (validated): device buffers to NCCL on the stream,
+ * host buffers to the native communicator; req NULL: blocking */
+static int nccl_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req)
+{
+	struct ncomm *n = c->impl;
+	struct nreq *q;
+	int rc, dev, done;
+	if ((rc = atomic_load(&c->failed)))
+		return rc;
+	if ((dev = route(d)) < 0)
+		return LOOM_ERR_INVALID;
+	if (!dev) {
+		struct loom_comm *nat = native_of(c);
+		return nat->be->coll(nat, d, req);
+	}
+	if (!(q = calloc(1, sizeof *q)))
+		return LOOM_ERR_NOMEM;
+	q->c = c;
+	q->opname = loom_opdesc_name(d->kind);
+	q->started = loom_now();
+	q->deadline = q->started + c->timeout;
+	if (d->count) {
+		rc = enqueue(c, d, q->deadline);
+		if (!rc && req &&
+		    (cudaEventCreateWithFlags(&q->ev, cudaEventDisableTiming) != cudaSuccess ||
+		     cudaEventRecord(q->ev, n->stream) != cudaSuccess))
+			rc = LOOM_ERR_SYSTEM;
+		if (!rc && !req)  /* blocking: wait for the stream itself */
+			rc = nccl_poll(c, NULL, q->opname, q->started, q->deadline, 1, &done);
+	}
+	if (!rc && req && !(*req = loom_req_wrap(c, q)))
+		rc = LOOM_ERR_NOMEM;
+	if (rc || !req) {
+		if (q->ev)
+			cudaEventDestroy(q->ev);
+		free(q);
+	}
+	return rc;
+}
+
+static int nreq_poll(struct nreq *q, int block, int *done)
+{
+	if (!q->ev) {
+		*done = 1;
+		return LOOM_SUCCESS;
+	}
+	return nccl_poll(q->c, q->ev, q->opname, q->started, q->deadline, block, done);
+}
+
+static void nreq_free(struct nreq *q)
+{
+	if (q->ev)
+		cudaEventDestroy(q->ev);
+	free(q);
+}
+
+static int bx_wait(void *impl)
+{
+	int done, rc = nreq_poll(impl, 1, &done);
+	nreq_free(impl);
+	return rc;
+}
+
+static int bx_test(void *impl, int *done)
+{
+	int rc = nreq_poll(impl, 0, done);
+	if (*done)
+		nreq_free(impl);
+	return rc;
+}
+
+static int nccl_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
+		    int peer, loom_request_t **req)
+{
+	struct ncomm *n = c->impl;
+	struct nreq *q;
+	ncclResult_t r;
+	int rc;
+	if (!is_dev(buf)) {
+		struct loom_comm *nat = native_of(c);
+		return nat->be->p2p(nat, is_send, buf, count, dt, peer, req);
+	}
+	if ((rc = atomic_load(&c->failed)))
+		return rc;
+	if (!n->nc)
+		return LOOM_ERR_ABORTED;
+	if (!(q = calloc(1, sizeof *q)))
+		return LOOM_ERR_NOMEM;
+	q->c = c;
+	q->opname = is_send ? "send" : "recv";
+	q->started = loom_now();
+	q->deadline = q->started + c->timeout;
+	r = is_send ? ncclSend(buf, count, ntype(dt), peer, n->nc, n->stream) :
+		      ncclRecv(buf, count, ntype(dt), peer, n->nc, n->stream);
+	rc = nccl_settle(c, r, q->opname, q->deadline);
+	if (!rc && (cudaEventCreateWithFlags(&q->ev, cudaEventDisableTiming) != cudaSuccess ||
+		    cudaEventRecord(q->ev, n->stream) != cudaSuccess))
+		rc = LOOM_ERR_SYSTEM;
+	if (rc) {
+		nreq_free(q);
+		return rc;
+	}
+	if (!req)
+		return bx_wait(q);
+	if (!(*req = loom_req_wrap(c, q))) {
+		bx_wait(q);
+		return LOOM_ERR_NOMEM;
+	}
+	return LOOM_SUCCESS;
+}
+
+/* ---- communicators ---- */
+static int all_ok(struct loom_comm *nat, int mine)
+{
+	int32_t a = mine ? 1 : 0, m = 0;
+	struct loom_opdesc d = { LOOM_OP_ALLREDUCE, &a, &m, 1, LOOM_INT32, LOOM_MIN, 0 };
+	if (nat->be->coll(nat, &d, NULL))
+		return 0;
+	return m == 1;
+}
+
+/* A new NCCL communicator over nat: ncclCommSplit of parent when given
+ * (and this NCCL has it), else a fresh id from nat's rank 0. */
+static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int key, int device,
+		struct loom_comm **out)
+{
+	struct loom_comm *c = calloc(1, sizeof *c);
+	struct ncomm *n = calloc(1, sizeof *n);
+	ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+	ncclResult_t r;
+	double deadline;
+	int rc;
+	*out = NULL;
+	if (!c || !n) {
+		free(c);
+		free(n);
+		return LOOM_ERR_NOMEM;
+	}
+	c->be = &loom_nccl_backend;
+	c->impl = n;
+	c->w = nat->w;
+	c->rank = nat->rank;
+	c->size = nat->size;
+	c->local_rank = nat->local_rank;
+	c->local_size = nat->local_size;
+	c->nnodes = nat->nnodes;
+	c->timeout = nat->timeout;
+	snprintf(c->name, sizeof c->name, "%s", nat->name);
+	n->nat = nat;
+	n->device = device;
+	deadline = loom_now() + c->timeout;
+	cfg.blocking = 0;
+	rc = cudaSetDevice(device) == cudaSuccess &&
+	     cudaStreamCreateWithFlags(&n->own, cudaStreamNonBlocking) == cudaSuccess ?
+		     LOOM_SUCCESS : LOOM_ERR_SYSTEM;
+	n->stream = n->own;
+	if (!all_ok(nat, rc == LOOM_SUCCESS)) {
+		rc = rc ? rc : LOOM_ERR_SYSTEM;
+		goto fail;
+	}
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
+	if (parent) {
+		struct ncomm *pn = parent->impl;
+		r = ncclCommSplit(pn->nc, color, key, &n->nc, &cfg);
+		(void)nat;
+	} else
+#endif
+	{
+		ncclUniqueId id;
+		memset(&id, 0, sizeof id);
+		(void)parent; (void)color; (void)key;
+		rc = nat->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess ? LOOM_ERR_SYSTEM : 0;
+		if (!all_ok(nat, rc == 0)) {
+			rc = rc ? rc : LOOM_ERR_SYSTEM;
+			goto fail;
+		}
+		struct loom_opdesc bd = { LOOM_OP_BCAST, &id, &id, sizeof id, LOOM_INT8, LOOM_SUM, 0 };
+		rc = nat->be->coll(nat, &bd, NULL);
+		if (rc)
+			goto fail;
+		r = ncclCommInitRankConfig(&n->nc, c->size, id, c->rank, &cfg);
+	}
+	if (r != ncclSuccess && r != ncclInProgress) {
+		LOOM_ERR("comm %s: NCCL init: %s", c->name, ncclGetErrorString(r));
+		rc = nccl_status(r);
+		n->nc = NULL;
+	} else {
+		rc = nccl_settle(c, r, "NCCL init", deadline);
+	}
+	if (!all_ok(nat, rc == LOOM_SUCCESS)) {
+		rc = rc ? rc : LOOM_ERR_SYSTEM;
+		goto fail;
+	}
+	LOOM_INFO("comm %s: NCCL %d ranks, device %d", c->name, c->size, device);
+	if (parent) {
+		struct ncomm *wn = ((struct ncomm *)parent->impl)->world->impl;
+		n->world = ((struct ncomm *)parent->impl)->world;
+		n->sib = wn->kids;
+		wn->kids = c;
+	} else {
+		n->world = c;
+	}
+	*out = c;
+	return LOOM_SUCCESS;
+fail:
+	if (n->nc)
+		ncclCommAbort(n->nc);
+	if (n->own)
+		cudaStreamDestroy(n->own);
+	free(n);
+	free(c);
+	return rc;
+}
+
+static void destroy(struct loom_comm *c, int free_nat)
+{
+	struct ncomm *n = c->impl;
+	if (n->world && n->world != c) {
+		struct ncomm *wn = n->world->impl;
+		struct loom_comm **pp;
+		for (pp = &wn->kids; *pp; pp = &((struct ncomm *)(*pp)->impl)->sib)
+			if (*pp == c) {
+				*pp = n->sib;
+				break;
+			}
+	}
+	if (n->nc) {
+		double deadline = loom_now() + (c->timeout < 30 ? c->timeout : 30);
+		ncclResult_t r = ncclCommFinalize(n->nc);
+		if (nccl_settle(c, r, "ncclCommFinalize", deadline) == LOOM_SUCCESS && n->nc)
+			ncclCommDestroy(n->nc);
+	}
+	cudaStreamDestroy(n->own);
+	if (free_nat)
+		loom_native_free(n->nat);
+	free(n);
+	free(c);
+}
+
+static int bx_split_named(struct loom_comm *c, int color, int key, struct loom_comm **out, int dup)
+{
+	struct ncomm *n;
+	struct loom_comm *nat = NULL;
+	int rc;
+	if (!c || !out)
+		return LOOM_ERR_INVALID;
+	*out = NULL;
+	if ((rc = atomic_load(&c->failed)))
+		return rc;
+	n = c->impl;
+	n->nat->timeout = c->timeout;
+	rc = dup ? loom_native_dup(n->nat, &nat) : loom_native_split(n->nat, color, key, &nat);
+	if (rc)
+		return rc;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
+	{
+		/* every member of c takes part in ncclCommSplit, also those
+		 * with LOOM_UNDEFINED */
+		ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+		ncclComm_t none = NULL;
+		if (!nat) {
+			ncclResult_t r;
+			cfg.blocking = 0;
+			r = ncclCommSplit(n->nc, NCCL_SPLIT_NOCOLOR, key, &none, &cfg);
+			return nccl_settle(c, r, "ncclCommSplit", loom_now() + c->timeout);
+		}
+	}
+	rc = make(nat, c, dup ? 0 : color, key, n->device, out);
+#else
+	if (!nat)
+		return LOOM_SUCCESS;
+	rc = make(nat, c, 0, 0, n->device, out);
+#endif
+	if (rc) {
+		loom_native_free(nat);
+		return rc;
+	}
+	n->nsplit++;
+	return LOOM_SUCCESS;
+}
+
+static int bx_split(struct loom_comm *c, int color, int key, struct loom_comm **out)
+{
+	if (color < 0 && color != LOOM_UNDEFINED)
+		return LOOM_ERR_INVALID;
+	return bx_split_named(c, color, key, out, 0);
+}
+
+static int bx_dup(struct loom_comm *c, struct loom_comm **out)
+{
+	return bx_split_named(c, 0, c->rank, out, 1);
+}
+
+static int bx_free(struct loom_comm *c)
+{
+	destroy(c, 1);
+	return LOOM_SUCCESS;
+}
+
+static int bx_abort(struct loom_comm *c)
+{
+	struct ncomm *n = c->impl;
+	nabort(c, LOOM_ERR_ABORTED);
+	return loom_native_abort(n->nat);  /* tells the peers through the native engine */
+}
+
+static int bx_set_stream(struct loom_comm *c, void *stream)
+{
+	struct ncomm *n = c->impl;
+	n->stream = stream ? (cudaStream_t)stream : n->own;
+	return LOOM_SUCCESS;
+}
+
+static int bx_finalize(struct loom_comm *world)
+{
+	struct ncomm *n = world->impl;
+	struct loom_comm *nat = n->nat;
+	while (n->kids)
+		destroy(n->kids, 1);
+	destroy(world, 0);
+	return loom_native_finalize(nat);  /* frees every native comm derived from it */
+}
+
+static int pick_device(struct loom_comm *nat, int *dev, char *why, size_t cap)
+{
+	int count = 0;
+	const char *lr = getenv("LOCAL_RANK");
+	cudaError_t e = cudaGetDeviceCount(&count);
+	if (e != cudaSuccess || count <= 0) {
+		snprintf(why, cap, "no CUDA device (cudaGetDeviceCount: %s, %d devices)",
+			 e == cudaSuccess ? "ok" : cudaGetErrorString(e), e == cudaSuccess ? count : 0);
+		cudaGetLastError();
+		return LOOM_ERR_UNSUPPORTED;
+	}
+	*dev = (lr && *lr ? atoi(lr) : nat->local_rank) % count;
+	return LOOM_SUCCESS;
+}
+
+static int nccl_world(loom_comm_t **world)
+{
+	struct loom_comm *nat = NULL;
+	char why[160] = "";
+	int rc, dev = 0, ok;
+	*world = NULL;
+	rc = loom_native_backend.world(&nat);
+	if (rc)
+		return rc;
+	rc = pick_device(nat, &dev, why, sizeof why);
+	ok = all_ok(nat, rc == LOOM_SUCCESS);
+	if (!ok) {
+		if (rc)
+			LOOM_ERR("LOOM_BACKEND=nccl: %s", why);
+		else
+			LOOM_ERR("LOOM_BACKEND=nccl: another rank has no CUDA device");
+		loom_native_finalize(nat);
+		return LOOM_ERR_UNSUPPORTED;
+	}
+	rc = make(nat, NULL, 0, 0, dev, world);
+	if (rc) {
+		loom_native_finalize(nat);
+		return rc;
+	}
+	(*world)->is_world = 1;
+	LOOM_INFO("world of %d ranks, backend nccl, device %d, timeout %g s", (*world)->size, dev,
+		  (*world)->timeout);
+	return LOOM_SUCCESS;
+}
+
+const struct loom_backend loom_nccl_backend = {
+	.name = "nccl",
+	.world = nccl_world,
+	.coll = nccl_coll,
+	.p2p = nccl_p2p,
+	.wait = bx_wait,
+	.test = bx_test,
+	.split = bx_split,
+	.dup = bx_dup,
+	.free = bx_free,
+	.abort = bx_abort,
+	.finalize = bx_finalize,
+	.set_stream = bx_set_stream,
+};

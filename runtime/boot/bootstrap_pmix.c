@@ -1,0 +1,150 @@
+/* runtime/boot/bootstrap_pmix.c: bootstrap under `srun --mpi=pmix`: rank and
+ * size from PMIx, then every rank publishes "ip port pid node" (PMIx_Put,
+ * Commit, Fence with data collection) and reads everyone else's. The
+ * address is this host's first non-loopback IPv4 address (127.0.0.1 when
+ * there is none). Built only with PMIx (HAVE_PMIX). */
+#include "boot/boot.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pmix.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint32_t my_ip(void)
+{
+	struct ifaddrs *ifa = NULL, *i;
+	uint32_t ip = htonl(INADDR_LOOPBACK);
+	if (getifaddrs(&ifa) != 0)
+		return ip;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+		    (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		ip = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+		break;
+	}
+	freeifaddrs(ifa);
+	return ip;
+}
+
+int loom_pmix_finalize(void)
+{
+	return PMIx_Finalize(NULL, 0) == PMIX_SUCCESS ? LOOM_SUCCESS : LOOM_ERR_BOOTSTRAP;
+}
+
+int loom_boot_pmix(struct loom_boot *b)
+{
+	pmix_proc_t me, wild, peer;
+	pmix_value_t *val = NULL, v;
+	pmix_info_t info;
+	pmix_status_t st;
+	uint16_t port;
+	uint32_t *ips = NULL;
+	uint16_t *ports = NULL;
+	char buf[160], ipstr[32];
+	int rc, i;
+	bool yes = true;
+	uint32_t ip = my_ip();
+	if ((st = PMIx_Init(&me, NULL, 0)) != PMIX_SUCCESS) {
+		LOOM_ERR("bootstrap: PMIx_Init failed: %s", PMIx_Error_string(st));
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	PMIX_PROC_CONSTRUCT(&wild);
+	memcpy(wild.nspace, me.nspace, sizeof wild.nspace);
+	wild.rank = PMIX_RANK_WILDCARD;
+	if ((st = PMIx_Get(&wild, PMIX_JOB_SIZE, NULL, 0, &val)) != PMIX_SUCCESS || !val) {
+		LOOM_ERR("bootstrap: PMIx_Get(job size) failed: %s", PMIx_Error_string(st));
+		PMIx_Finalize(NULL, 0);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	b->size = (int)val->data.uint32;
+	PMIX_VALUE_RELEASE(val);
+	b->rank = (int)me.rank;
+	b->nonce = loom_mix64(0x706d6978ull, 0);
+	for (i = 0; me.nspace[i] && i < PMIX_MAX_NSLEN; i++)
+		b->nonce = loom_mix64(b->nonce, (uint64_t)(unsigned char)me.nspace[i]);
+	b->peer_fds = calloc((size_t)b->size, sizeof *b->peer_fds);
+	b->nodename = calloc((size_t)b->size, sizeof *b->nodename);
+	b->pid = calloc((size_t)b->size, sizeof *b->pid);
+	ips = calloc((size_t)b->size, sizeof *ips);
+	ports = calloc((size_t)b->size, sizeof *ports);
+	if (!b->peer_fds || !b->nodename || !b->pid || !ips || !ports) {
+		rc = LOOM_ERR_NOMEM;
+		goto fail;
+	}
+	loom_node_identity(b->nodename[b->rank]);
+	b->pid[b->rank] = (int)getpid();
+	b->listen_fd = -1;
+	if (b->size == 1) {
+		b->peer_fds[0] = -1;
+		free(ips);
+		free(ports);
+		return LOOM_SUCCESS;
+	}
+	if ((rc = loom_boot_listen(&b->listen_fd, &port)))
+		goto fail;
+	inet_ntop(AF_INET, &ip, ipstr, sizeof ipstr);
+	snprintf(buf, sizeof buf, "%s %u %d %s", ipstr, port, b->pid[b->rank], b->nodename[b->rank]);
+	PMIX_VALUE_CONSTRUCT(&v);
+	v.type = PMIX_STRING;
+	v.data.string = buf;
+	if ((st = PMIx_Put(PMIX_GLOBAL, "loom.addr", &v)) != PMIX_SUCCESS ||
+	    (st = PMIx_Commit()) != PMIX_SUCCESS) {
+		LOOM_ERR("bootstrap: PMIx_Put/Commit failed: %s", PMIx_Error_string(st));
+		rc = LOOM_ERR_BOOTSTRAP;
+		goto fail;
+	}
+	PMIX_INFO_CONSTRUCT(&info);
+	PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+	st = PMIx_Fence(&wild, 1, &info, 1);
+	PMIX_INFO_DESTRUCT(&info);
+	if (st != PMIX_SUCCESS) {
+		LOOM_ERR("bootstrap: PMIx_Fence failed: %s", PMIx_Error_string(st));
+		rc = LOOM_ERR_BOOTSTRAP;
+		goto fail;
+	}
+	PMIX_PROC_CONSTRUCT(&peer);
+	memcpy(peer.nspace, me.nspace, sizeof peer.nspace);
+	for (i = 0; i < b->size; i++) {
+		unsigned p = 0;
+		int pid = 0;
+		char node[64] = "", ipb[32] = "";
+		peer.rank = (pmix_rank_t)i;
+		val = NULL;
+		if ((st = PMIx_Get(&peer, "loom.addr", NULL, 0, &val)) != PMIX_SUCCESS || !val ||
+		    val->type != PMIX_STRING ||
+		    sscanf(val->data.string, "%31s %u %d %63s", ipb, &p, &pid, node) != 4 ||
+		    inet_pton(AF_INET, ipb, &ips[i]) != 1) {
+			LOOM_ERR("bootstrap: no address from rank %d over PMIx (%s)", i,
+				 PMIx_Error_string(st));
+			if (val)
+				PMIX_VALUE_RELEASE(val);
+			rc = LOOM_ERR_BOOTSTRAP;
+			goto fail;
+		}
+		PMIX_VALUE_RELEASE(val);
+		ports[i] = (uint16_t)p;
+		b->pid[i] = pid;
+		snprintf(b->nodename[i], 64, "%s", node);
+	}
+	rc = loom_boot_mesh(b, ips, ports,
+			    loom_now() + loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120));
+	if (rc)
+		goto fail;
+	free(ips);
+	free(ports);
+	return LOOM_SUCCESS;
+fail:
+	free(ips);
+	free(ports);
+	if (b->listen_fd >= 0)
+		close(b->listen_fd);
+	b->listen_fd = -1;
+	PMIx_Finalize(NULL, 0);
+	return rc;
+}

@@ -1,0 +1,194 @@
+/* runtime/boot/world.c: the native world: bootstrap (PMIx, the RANK/MASTER_ADDR
+ * rendezvous, or a world of one), node table, TCP engine, world
+ * communicator; and its finalize. The NCCL backend builds on it too. */
+#include "boot/boot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int parse_transport(int *out)
+{
+	const char *t = getenv("LOOM_TRANSPORT");
+	*out = LOOM_TR_AUTO;
+	if (!t || !*t || !strcmp(t, "auto"))
+		return LOOM_SUCCESS;
+	if (!strcmp(t, "shm"))
+		*out = LOOM_TR_SHM;
+	else if (!strcmp(t, "tcp"))
+		*out = LOOM_TR_TCP;
+	else {
+		LOOM_ERR("LOOM_TRANSPORT=%s: expected shm, tcp or auto", t);
+		return LOOM_ERR_INVALID;
+	}
+	return LOOM_SUCCESS;
+}
+
+static void boot_free(struct loom_boot *b)
+{
+	free(b->peer_fds);
+	free(b->nodename);
+	free(b->pid);
+}
+
+static int boot_single(struct loom_boot *b)
+{
+	b->rank = 0;
+	b->size = 1;
+	b->listen_fd = -1;
+	b->peer_fds = calloc(1, sizeof *b->peer_fds);
+	b->nodename = calloc(1, sizeof *b->nodename);
+	b->pid = calloc(1, sizeof *b->pid);
+	if (!b->peer_fds || !b->nodename || !b->pid)
+		return LOOM_ERR_NOMEM;
+	b->peer_fds[0] = -1;
+	loom_node_identity(b->nodename[0]);
+	b->pid[0] = (int)getpid();
+	b->nonce = loom_mix64((uint64_t)getpid(), (uint64_t)(loom_now() * 1e9));
+	return LOOM_SUCCESS;
+}
+
+static void world_free(struct loom_world *w)
+{
+	free(w->node_of);
+	free(w->nodename);
+	free(w->pid);
+	pthread_mutex_destroy(&w->comms_lock);
+	free(w);
+}
+
+/* what the engine reports goes to the communicators (comm_core.c) */
+static const struct loom_engine_hooks engine_hooks = { loom_comms_peer_lost, loom_comms_control };
+
+int loom_native_world(loom_comm_t **world)
+{
+	struct loom_world *w;
+	struct loom_boot b;
+	int rc, i, j, *ranks;
+	const char *how;
+	*world = NULL;
+
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return LOOM_ERR_NOMEM;
+	pthread_mutex_init(&w->comms_lock, NULL);
+	if ((rc = parse_transport(&w->transport))) {
+		world_free(w);
+		return rc;
+	}
+	w->timeout = loom_env_double("LOOM_TIMEOUT", 600);
+	if (!(w->timeout > 0)) {
+		LOOM_WARN("LOOM_TIMEOUT must be positive; using 600");
+		w->timeout = 600;
+	}
+	w->check = getenv("LOOM_CHECK") && strcmp(getenv("LOOM_CHECK"), "0") &&
+		   *getenv("LOOM_CHECK");
+
+	memset(&b, 0, sizeof b);
+	b.listen_fd = -1;
+	if (getenv("PMIX_RANK")) {
+#ifdef HAVE_PMIX
+		how = "pmix";
+		rc = loom_boot_pmix(&b);
+		w->pmix = rc == LOOM_SUCCESS;
+#else
+		LOOM_WARN("PMIX_RANK is set but this libloom was built without PMIx; trying RANK/WORLD_SIZE");
+		how = "env";
+		rc = getenv("RANK") || getenv("WORLD_SIZE") ? loom_boot_env(&b) : boot_single(&b);
+#endif
+	} else if (getenv("RANK") || getenv("WORLD_SIZE")) {
+		how = "env";
+		rc = loom_boot_env(&b);
+	} else {
+		how = "single";
+		rc = boot_single(&b);
+	}
+	if (rc) {
+		boot_free(&b);
+		world_free(w);
+		return rc;
+	}
+	w->how = how;
+	w->rank = b.rank;
+	w->size = b.size;
+	w->nonce = b.nonce;
+	w->nodename = b.nodename;
+	w->pid = b.pid;
+	b.nodename = NULL;
+	b.pid = NULL;
+	w->node_of = calloc((size_t)w->size, sizeof *w->node_of);
+	ranks = calloc((size_t)w->size, sizeof *ranks);
+	if (!w->node_of || !ranks) {
+		free(ranks);
+		boot_free(&b);
+		world_free(w);
+		return LOOM_ERR_NOMEM;
+	}
+	for (i = 0; i < w->size; i++) {
+		ranks[i] = i;
+		for (j = 0; j < i; j++)
+			if (!strcmp(w->nodename[j], w->nodename[i]))
+				break;
+		w->node_of[i] = j < i ? w->node_of[j] : w->nnodes++;
+	}
+	loom_log_identity(w->rank, w->size, w->nodename[w->rank]);
+	rc = loom_engine_create(w, b.listen_fd, b.peer_fds, &engine_hooks);
+	boot_free(&b);
+	if (rc) {
+		free(ranks);
+		loom_engine_destroy(w);
+		world_free(w);
+		return rc;
+	}
+	*world = loom_comm_create(w, loom_mix64(w->nonce, 0x776f726c64ull), w->size, ranks, w->rank,
+				  "world");
+	free(ranks);
+	if (!*world) {
+		loom_engine_destroy(w);
+		world_free(w);
+		return LOOM_ERR_NOMEM;
+	}
+	(*world)->is_world = 1;
+	if (w->transport == LOOM_TR_SHM && w->nnodes > 1)
+		LOOM_WARN("LOOM_TRANSPORT=shm but the %d ranks span %d nodes: TCP between nodes, shm inside each",
+			  w->size, w->nnodes);
+	LOOM_INFO("world of %d ranks on %d node(s), bootstrap %s, transport %s, timeout %g s%s",
+		  w->size, w->nnodes, how,
+		  w->transport == LOOM_TR_AUTO ? "auto" : w->transport == LOOM_TR_SHM ? "shm" : "tcp",
+		  w->timeout, w->check ? ", LOOM_CHECK on" : "");
+	return LOOM_SUCCESS;
+}
+
+int loom_native_finalize(loom_comm_t *world)
+{
+	struct loom_world *w = world->w;
+	/* every rank arrives before anyone closes its connections */
+	if (w->size > 1 && !atomic_load(&world->failed)) {
+		double t = world->timeout;
+		world->timeout = t < 30 ? t : 30;
+		struct loom_opdesc bar = { LOOM_OP_BARRIER, NULL, NULL, 0, LOOM_INT8, LOOM_SUM, 0 };
+		if (loom_native_coll(world, &bar, NULL) != LOOM_SUCCESS)
+			LOOM_INFO("finalize: the closing barrier failed; closing anyway");
+		world->timeout = t;
+	}
+	for (;;) {
+		struct loom_comm *c;
+		pthread_mutex_lock(&w->comms_lock);
+		for (c = w->comms; c && (c == world || c->internal); c = c->next)
+			;
+		pthread_mutex_unlock(&w->comms_lock);
+		if (!c)
+			break;
+		loom_native_destroy(c);
+	}
+	loom_nbq_stop(world);
+	loom_engine_destroy(w);
+	loom_comm_destroy(world);
+#ifdef HAVE_PMIX
+	if (w->pmix)
+		loom_pmix_finalize();
+#endif
+	world_free(w);
+	return LOOM_SUCCESS;
+}

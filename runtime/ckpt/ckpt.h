@@ -1,0 +1,214 @@
+/* runtime/ckpt/ckpt.h: internals of checkpoint/restart (runtime/ckpt*.c).
+ * Pure functions here (layouts, domains, checksums, manifest, the plan)
+ * are unit tested without a communicator; the collective parts and the
+ * handle are declared in ckpt_internal.h. */
+#ifndef LOOM_CKPT_H
+#define LOOM_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CKPT_MAX_NDIM 8
+#define CKPT_NAME_MAX 200
+#define CKPT_DEFAULT_CHUNK ((uint64_t)4 << 20)
+
+/* ---- checksums (ckpt_format.c) ---- */
+enum { CKPT_SUM_CRC32C = 1, CKPT_SUM_XXH3 = 2 };
+
+typedef struct {
+	int algo;
+	uint32_t crc;
+	void *xx; /* XXH3_state_t * when algo == CKPT_SUM_XXH3 */
+} ckpt_hash_t;
+
+/* The algorithm new checkpoints use: xxh3-64 when built with xxHash. */
+int ckpt_sum_default(void);
+const char *ckpt_sum_name(int algo);
+int ckpt_sum_parse(const char *name); /* 0 when unknown */
+int ckpt_sum_supported(int algo);
+int ckpt_hash_init(ckpt_hash_t *h, int algo);
+void ckpt_hash_update(ckpt_hash_t *h, const void *p, size_t n);
+uint64_t ckpt_hash_final(ckpt_hash_t *h); /* also frees */
+uint64_t ckpt_hash_buf(int algo, const void *p, size_t n);
+uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n); /* crc = 0 to start */
+/* sum of a file: the hash of its chunk sums, each as 8 little-endian bytes */
+uint64_t ckpt_file_sum(int algo, const uint64_t *chunk_sums, size_t n);
+
+/* ---- layouts (ckpt_layout.c) ----
+ * A block of a row-major tensor of shape[ndim]: offset[] and extent[]
+ * per dimension, stored densely row-major in the rank's buffer. Its bytes
+ * form runs: (file offset, length, offset in the local buffer), in file
+ * order; contiguous trailing dimensions are merged into one run. */
+typedef struct {
+	uint64_t foff, len, loff;
+} ckpt_run_t;
+
+/* Validates the block (offset + extent <= shape, ndim 1..8); esize is
+ * the element size. Calls cb for each run in increasing file offset;
+ * returns the number of runs, or -1 for a bad block. cb may be NULL. */
+long ckpt_block_runs(int ndim, const uint64_t *shape, const uint64_t *offset,
+		     const uint64_t *extent, size_t esize,
+		     void (*cb)(void *arg, const ckpt_run_t *run), void *arg);
+
+/* Split a byte space of `total` bytes, made of files of bytes[i] (in
+ * order) cut into chunks of `chunk` bytes from each file's start, among
+ * naggr aggregators: start[j] .. start[j+1] is aggregator j's domain
+ * (start has naggr + 1 entries; start[0] = 0, start[naggr] = total).
+ * Every boundary is a chunk start; domains are contiguous and balanced to
+ * within one chunk. */
+void ckpt_domains(size_t nfiles, const uint64_t *bytes, uint64_t chunk, int naggr,
+		  uint64_t *start);
+
+/* Number of chunks of a file of n bytes (0 for an empty file). */
+static inline uint64_t ckpt_nchunks(uint64_t n, uint64_t chunk)
+{
+	return (n + chunk - 1) / chunk;
+}
+
+/* ---- registered tensors (the handle's table; the plan reads it) ----
+ * A rank registers blocks of a tensor: offset/extent per dimension, data
+ * dense row-major in its buffer. */
+typedef struct {
+	uint64_t off[CKPT_MAX_NDIM], ext[CKPT_MAX_NDIM];
+	void *data;
+} ckpt_block_t;
+
+typedef struct {
+	char name[CKPT_NAME_MAX + 1];
+	int dtype, ndim;
+	uint64_t shape[CKPT_MAX_NDIM];
+	uint64_t bytes;
+	size_t esize;
+	ckpt_block_t *b;
+	int nb, cap;
+} ckpt_tensor_t;
+
+/* ---- the plan (ckpt_plan.c) ----
+ * The tensor files one after another form a virtual byte space (tensor
+ * i's file at base[i]). Every rank's blocks become runs in it; aggregator
+ * j owns the domain dom[j] .. dom[j+1] and moves it one window of
+ * `window` bytes per round. A function of its inputs only: the collective
+ * gathering of them is ck_plan_make (ckpt_exchange.c). */
+typedef struct {
+	uint64_t v, len;  /* virtual offset, length */
+	uint64_t loff;    /* offset in the block's buffer */
+	int tensor, block;
+} ckpt_vrun_t;
+
+typedef struct {
+	int nranks, nt;
+	uint64_t *base;       /* virtual offset of tensor i's file; [nt] = total */
+	uint64_t *cbase;      /* index of tensor i's first chunk; [nt] = chunk count */
+	uint64_t chunk;
+	int naggr, *aggr;     /* aggregator ranks, ascending */
+	int my_aggr;          /* index of this rank in aggr, -1 if none */
+	uint64_t *dom;        /* naggr + 1 domain starts */
+	ckpt_vrun_t **runs;   /* per rank, sorted by v */
+	long *nruns;
+	uint64_t *maxlen;     /* per rank: longest run */
+	uint64_t window;
+	uint64_t direct_min;  /* see ckpt_plan_direct */
+	int rounds;
+} ckpt_plan_t;
+
+/* A block on the wire: tensor, block, off[8], ext[8]; tensor -1 pads. */
+#define CKPT_DESC_W (2 + 2 * CKPT_MAX_NDIM)
+
+typedef struct {
+	int nranks, rank;          /* rank: the one whose my_aggr is set */
+	int nt;
+	const ckpt_tensor_t *t;    /* geometry (ndim, shape, esize) of nt tensors */
+	const uint64_t *bytes;     /* file sizes (the manifest's on load) */
+	uint64_t chunk;
+	const int32_t *local_rank; /* per rank: its rank on its node */
+	long want_aggr;            /* aggregator count; 0: local rank 0 of each node */
+	uint64_t window, direct_min;
+	const int64_t *desc;       /* per rank, ndesc descriptors of CKPT_DESC_W */
+	int64_t ndesc;
+} ckpt_plan_in_t;
+
+/* the blocks of a rank's table, and their descriptors padded to ndesc */
+int64_t ckpt_plan_nblocks(const ckpt_tensor_t *t, int nt);
+void ckpt_plan_pack(const ckpt_tensor_t *t, int nt, int64_t *desc, int64_t ndesc);
+/* Fills p (zeroed first); returns a loom status: LOOM_ERR_MISMATCH for a
+ * descriptor outside the table. ckpt_plan_free(p) in every case. */
+int ckpt_plan_build(ckpt_plan_t *p, const ckpt_plan_in_t *in);
+void ckpt_plan_free(ckpt_plan_t *p);
+/* aggregator j's window of round k: [*lo, *hi), empty past its domain */
+void ckpt_plan_window(const ckpt_plan_t *p, int j, int k, uint64_t *lo, uint64_t *hi);
+/* the tensor whose file holds virtual offset v (files may be empty) */
+int ckpt_plan_tensor_of(const ckpt_plan_t *p, uint64_t v);
+
+/* The pieces of rank r's runs inside [lo, hi), in order: calls fn (if
+ * not NULL) for each (virtual offset, length, run). Returns the byte total. */
+typedef void (*ckpt_piece_fn)(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *run);
+uint64_t ckpt_plan_pieces(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi,
+			  ckpt_piece_fn fn, void *arg);
+/* rank r's pieces in [lo, hi): their bytes (*bytes), and whether they go
+ * one message each (1) or packed into one (0). Both ends get the same
+ * answer: it depends on the plan only. */
+int ckpt_plan_direct(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi, uint64_t *bytes);
+/* does `rank` touch tensor t's file (independent: it writes its own runs) */
+int ckpt_plan_touches(const ckpt_plan_t *p, int rank, int t, int independent);
+
+/* scratch of ckpt_plan_zero_holes: intervals some rank holds */
+typedef struct {
+	uint64_t (*iv)[2];
+	long n, cap;
+	int oom;
+} ckpt_cover_t;
+/* zero the bytes of window [lo, hi) (in win) that no rank holds */
+void ckpt_plan_zero_holes(const ckpt_plan_t *p, ckpt_cover_t *c, char *win, uint64_t lo,
+			  uint64_t hi);
+
+/* ---- manifest (ckpt_format.c) ---- */
+typedef struct {
+	char name[CKPT_NAME_MAX + 1];
+	int dtype;
+	int ndim;
+	uint64_t shape[CKPT_MAX_NDIM];
+	uint64_t bytes;
+	char file[32];
+	uint64_t sum;
+} ckpt_mtensor_t;
+
+typedef struct {
+	long long step;
+	int algo;
+	uint64_t chunk;
+	int ntensors;
+	ckpt_mtensor_t *t;
+	char writer[128]; /* informational: job id, ranks */
+} ckpt_manifest_t;
+
+/* Writes the manifest text to f (including its own checksum line). */
+int ckpt_manifest_write(FILE *f, const ckpt_manifest_t *m);
+/* Parses; on failure returns a loom status and a reason in why. */
+int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *why,
+			size_t whylen);
+void ckpt_manifest_free(ckpt_manifest_t *m);
+/* Reads DIR/step-N/MANIFEST. */
+int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen);
+
+/* A tensor name is 1..200 printable non-space ASCII characters. */
+int ckpt_name_ok(const char *name);
+
+/* ---- directory (ckpt_format.c) ---- */
+int ckpt_fsync_path(const char *path);
+/* committed steps in dir (step-<N> with a MANIFEST), descending; *n set */
+int ckpt_list_steps(const char *dir, long long **steps, int *n);
+/* remove a directory tree made by us (one level of files) */
+int ckpt_rmtree(const char *path);
+/* keep the `keep` highest committed steps, remove the others */
+int ckpt_prune(const char *dir, int keep, long long just_committed);
+/* DIR/latest: "step-<N>\n" replaced atomically; read: -1 when absent */
+int ckpt_write_latest(const char *dir, long long step);
+/* NAME in DIR replaced atomically by TEXT (fsynced) */
+int ckpt_write_small(const char *dir, const char *name, const char *text);
+/* The file a stop-triggered checkpoint leaves for loom.so, which requeues
+ * the job (docs/environment.md, "Requeue after a checkpoint") */
+#define CKPT_REQUEUE_FILE ".loom-requeue"
+long long ckpt_read_latest(const char *dir);
+
+#endif

@@ -1,0 +1,526 @@
+/* runtime/ckpt/ckpt_format.c: checksums, the MANIFEST text, and the files of a
+ * checkpoint directory (see docs/checkpoint-format.md). No communication. */
+#include "config.h"
+#include "ckpt/ckpt.h"
+#include "loom.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef HAVE_XXHASH
+#include <xxhash.h>
+#endif
+
+/* ---- CRC32C (Castagnoli, reflected 0x82F63B78), slicing by 8 ---- */
+static uint32_t crc_tab[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+		crc_tab[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int t = 1; t < 8; t++)
+			crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xff];
+}
+
+uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	pthread_once(&crc_once, crc_init);
+	crc = ~crc;
+	while (n >= 8) {
+		uint32_t lo = crc ^ ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+				     (uint32_t)b[3] << 24);
+		crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
+		      crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^ crc_tab[3][b[4]] ^
+		      crc_tab[2][b[5]] ^ crc_tab[1][b[6]] ^ crc_tab[0][b[7]];
+		b += 8;
+		n -= 8;
+	}
+	while (n--)
+		crc = (crc >> 8) ^ crc_tab[0][(crc ^ *b++) & 0xff];
+	return ~crc;
+}
+
+int ckpt_sum_default(void)
+{
+	const char *e = getenv("LOOM_CKPT_CHECKSUM");
+	if (e && ckpt_sum_parse(e) && ckpt_sum_supported(ckpt_sum_parse(e)))
+		return ckpt_sum_parse(e);
+#ifdef HAVE_XXHASH
+	return CKPT_SUM_XXH3;
+#else
+	return CKPT_SUM_CRC32C;
+#endif
+}
+
+const char *ckpt_sum_name(int algo)
+{
+	return algo == CKPT_SUM_XXH3 ? "xxh3-64" : algo == CKPT_SUM_CRC32C ? "crc32c" : "?";
+}
+
+int ckpt_sum_parse(const char *name)
+{
+	if (!strcmp(name, "xxh3-64"))
+		return CKPT_SUM_XXH3;
+	if (!strcmp(name, "crc32c"))
+		return CKPT_SUM_CRC32C;
+	return 0;
+}
+
+int ckpt_sum_supported(int algo)
+{
+#ifdef HAVE_XXHASH
+	return algo == CKPT_SUM_XXH3 || algo == CKPT_SUM_CRC32C;
+#else
+	return algo == CKPT_SUM_CRC32C;
+#endif
+}
+
+int ckpt_hash_init(ckpt_hash_t *h, int algo)
+{
+	h->algo = algo;
+	h->crc = 0;
+	h->xx = NULL;
+	if (!ckpt_sum_supported(algo))
+		return LOOM_ERR_UNSUPPORTED;
+#ifdef HAVE_XXHASH
+	if (algo == CKPT_SUM_XXH3) {
+		h->xx = XXH3_createState();
+		if (!h->xx)
+			return LOOM_ERR_NOMEM;
+		XXH3_64bits_reset(h->xx);
+	}
+#endif
+	return LOOM_SUCCESS;
+}
+
+void ckpt_hash_update(ckpt_hash_t *h, const void *p, size_t n)
+{
+#ifdef HAVE_XXHASH
+	if (h->algo == CKPT_SUM_XXH3) {
+		XXH3_64bits_update(h->xx, p, n);
+		return;
+	}
+#endif
+	h->crc = ckpt_crc32c(h->crc, p, n);
+}
+
+uint64_t ckpt_hash_final(ckpt_hash_t *h)
+{
+	uint64_t v = h->crc;
+#ifdef HAVE_XXHASH
+	if (h->algo == CKPT_SUM_XXH3) {
+		v = XXH3_64bits_digest(h->xx);
+		XXH3_freeState(h->xx);
+		h->xx = NULL;
+	}
+#endif
+	return v;
+}
+
+uint64_t ckpt_hash_buf(int algo, const void *p, size_t n)
+{
+	ckpt_hash_t h;
+	if (ckpt_hash_init(&h, algo) != LOOM_SUCCESS)
+		return 0;
+	ckpt_hash_update(&h, p, n);
+	return ckpt_hash_final(&h);
+}
+
+uint64_t ckpt_file_sum(int algo, const uint64_t *chunk_sums, size_t n)
+{
+	ckpt_hash_t h;
+	if (ckpt_hash_init(&h, algo) != LOOM_SUCCESS)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char le[8];
+		for (int k = 0; k < 8; k++)
+			le[k] = (unsigned char)(chunk_sums[i] >> (8 * k));
+		ckpt_hash_update(&h, le, 8);
+	}
+	return ckpt_hash_final(&h);
+}
+
+/* ---- manifest ---- */
+int ckpt_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > CKPT_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (name[i] <= ' ' || name[i] > '~')
+			return 0;
+	return 1;
+}
+
+static int dtype_parse(const char *s)
+{
+	for (int d = 0; d < LOOM_DTYPE_COUNT; d++)
+		if (!strcmp(s, loom_dtype_name((loom_dtype_t)d)))
+			return d;
+	return -1;
+}
+
+/* the text up to and including "end\n" */
+static char *manifest_body(const ckpt_manifest_t *m, size_t *len)
+{
+	char *buf = NULL;
+	size_t sz = 0;
+	FILE *f = open_memstream(&buf, &sz);
+	if (!f)
+		return NULL;
+	fprintf(f, "loom-checkpoint 1\nstep %lld\nchecksum %s\nchunk %" PRIu64 "\n", m->step,
+		ckpt_sum_name(m->algo), m->chunk);
+	fprintf(f, "writer %s\ntensors %d\n", m->writer[0] ? m->writer : "-", m->ntensors);
+	for (int i = 0; i < m->ntensors; i++) {
+		const ckpt_mtensor_t *t = &m->t[i];
+		fprintf(f, "tensor %s dtype %s shape ", t->name, loom_dtype_name((loom_dtype_t)t->dtype));
+		for (int d = 0; d < t->ndim; d++)
+			fprintf(f, "%s%" PRIu64, d ? "," : "", t->shape[d]);
+		fprintf(f, " bytes %" PRIu64 " file %s sum %016" PRIx64 "\n", t->bytes, t->file, t->sum);
+	}
+	fputs("end\n", f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	*len = sz;
+	return buf;
+}
+
+int ckpt_manifest_write(FILE *f, const ckpt_manifest_t *m)
+{
+	size_t len;
+	char *body = manifest_body(m, &len);
+	if (!body)
+		return LOOM_ERR_NOMEM;
+	int ok = fwrite(body, 1, len, f) == len &&
+		 fprintf(f, "manifest-sum %016" PRIx64 "\n", ckpt_hash_buf(m->algo, body, len)) > 0;
+	free(body);
+	return ok ? LOOM_SUCCESS : LOOM_ERR_IO;
+}
+
+void ckpt_manifest_free(ckpt_manifest_t *m)
+{
+	free(m->t);
+	m->t = NULL;
+	m->ntensors = 0;
+}
+
+#define WHY(...) do { snprintf(why, whylen, __VA_ARGS__); goto bad; } while (0)
+
+int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *why,
+			size_t whylen)
+{
+	char *buf = malloc(len + 1), *save = NULL, *line, *endp;
+	int ntens = -1, seen = 0, done = 0, lineno = 0;
+	size_t bodylen = 0;
+	memset(m, 0, sizeof *m);
+	if (!buf)
+		return LOOM_ERR_NOMEM;
+	memcpy(buf, text, len);
+	buf[len] = 0;
+	if (strlen(buf) != len)
+		WHY("NUL byte in manifest");
+	if (len == 0 || buf[len - 1] != '\n')
+		WHY("manifest truncated (no final newline)");
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char w1[64], w2[CKPT_NAME_MAX + 2];
+		lineno++;
+		if (done) {
+			uint64_t got, want;
+			if (sscanf(line, "manifest-sum %" SCNx64, &want) != 1)
+				WHY("line %d: expected manifest-sum", lineno);
+			if (!ckpt_sum_supported(m->algo))
+				WHY("checksum %s not supported by this build", ckpt_sum_name(m->algo));
+			got = ckpt_hash_buf(m->algo, text, bodylen);
+			if (got != want)
+				WHY("manifest checksum mismatch: expected %016" PRIx64 ", got %016" PRIx64,
+				    want, got);
+			done = 2;
+			break;
+		}
+		if (lineno == 1) {
+			if (strcmp(line, "loom-checkpoint 1"))
+				WHY("not a loom checkpoint manifest (format line '%.40s')", line);
+		} else if (sscanf(line, "step %lld", &m->step) == 1) {
+		} else if (sscanf(line, "checksum %63s", w1) == 1) {
+			if (!(m->algo = ckpt_sum_parse(w1)))
+				WHY("unknown checksum '%s'", w1);
+		} else if (sscanf(line, "chunk %" SCNu64, &m->chunk) == 1) {
+			if (!m->chunk)
+				WHY("chunk 0");
+		} else if (!strncmp(line, "writer ", 7)) {
+			snprintf(m->writer, sizeof m->writer, "%s", line + 7);
+		} else if (sscanf(line, "tensors %d", &ntens) == 1) {
+			if (ntens < 0 || ntens > 1000000 || m->t)
+				WHY("bad tensor count");
+			m->t = calloc((size_t)ntens + 1, sizeof *m->t);
+			if (!m->t)
+				WHY("out of memory");
+		} else if (!strncmp(line, "tensor ", 7)) {
+			ckpt_mtensor_t *t;
+			char dt[32], shape[256], file[40];
+			uint64_t elems = 1;
+			if (!m->t || seen >= ntens)
+				WHY("line %d: more tensors than declared", lineno);
+			t = &m->t[seen];
+			if (sscanf(line, "tensor %201s dtype %31s shape %255s bytes %" SCNu64
+					 " file %39s sum %" SCNx64,
+				   w2, dt, shape, &t->bytes, file, &t->sum) != 6)
+				WHY("line %d: bad tensor line", lineno);
+			if (!ckpt_name_ok(w2))
+				WHY("line %d: bad tensor name", lineno);
+			strcpy(t->name, w2);
+			if ((t->dtype = dtype_parse(dt)) < 0)
+				WHY("line %d: unknown dtype '%s'", lineno, dt);
+			if (strlen(file) >= sizeof t->file || strchr(file, '/') || file[0] == '.')
+				WHY("line %d: bad file name", lineno);
+			strcpy(t->file, file);
+			for (char *s = shape; *s;) {
+				if (t->ndim >= CKPT_MAX_NDIM)
+					WHY("line %d: too many dimensions", lineno);
+				t->shape[t->ndim] = strtoull(s, &endp, 10);
+				if (endp == s || (*endp && *endp != ','))
+					WHY("line %d: bad shape", lineno);
+				elems *= t->shape[t->ndim++];
+				s = *endp ? endp + 1 : endp;
+			}
+			if (t->ndim == 0 || elems * loom_dtype_size((loom_dtype_t)t->dtype) != t->bytes)
+				WHY("line %d: tensor %s: bytes %" PRIu64 " do not match its shape", lineno,
+				    t->name, t->bytes);
+			seen++;
+		} else if (!strcmp(line, "end")) {
+			done = 1;
+			bodylen = (size_t)(line - buf) + 4;
+		} else {
+			WHY("line %d: not understood: '%.40s'", lineno, line);
+		}
+	}
+	if (done != 2)
+		WHY("manifest incomplete (no %s line)", done ? "manifest-sum" : "end");
+	if (ntens < 0 || seen != ntens)
+		WHY("manifest lists %d tensors, declares %d", seen, ntens);
+	if (!m->algo || !m->chunk)
+		WHY("manifest lacks checksum or chunk");
+	m->ntensors = ntens;
+	free(buf);
+	return LOOM_SUCCESS;
+bad:
+	free(buf);
+	ckpt_manifest_free(m);
+	return LOOM_ERR_CORRUPT;
+}
+
+int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen)
+{
+	char path[4096];
+	struct stat st;
+	int fd, rc;
+	char *text;
+	snprintf(path, sizeof path, "%s/MANIFEST", stepdir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		memset(m, 0, sizeof *m);
+		return errno == ENOENT ? LOOM_ERR_NOT_FOUND : LOOM_ERR_IO;
+	}
+	if (fstat(fd, &st) != 0 || st.st_size > (64 << 20)) {
+		close(fd);
+		snprintf(why, whylen, "%s: cannot size or too large", path);
+		memset(m, 0, sizeof *m);
+		return LOOM_ERR_CORRUPT;
+	}
+	text = malloc((size_t)st.st_size + 1);
+	if (!text) {
+		close(fd);
+		return LOOM_ERR_NOMEM;
+	}
+	ssize_t got = 0, n;
+	while (got < st.st_size && (n = read(fd, text + got, (size_t)(st.st_size - got))) > 0)
+		got += n;
+	close(fd);
+	rc = ckpt_manifest_parse(text, (size_t)got, m, why, whylen);
+	free(text);
+	if (rc != LOOM_SUCCESS) {
+		char tmp[512];
+		snprintf(tmp, sizeof tmp, "%.300s: %.200s", path, why);
+		snprintf(why, whylen, "%s", tmp);
+	}
+	return rc;
+}
+
+/* ---- directory ---- */
+int ckpt_fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+static int parse_step_name(const char *s, long long *step)
+{
+	char *end;
+	if (strncmp(s, "step-", 5) || s[5] < '0' || s[5] > '9')
+		return 0;
+	*step = strtoll(s + 5, &end, 10);
+	return *end == 0;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int ckpt_list_steps(const char *dir, long long **steps, int *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	long long *v = NULL, s;
+	int cnt = 0, cap = 0;
+	*steps = NULL;
+	*n = 0;
+	if (!d)
+		return LOOM_ERR_IO;
+	while ((e = readdir(d))) {
+		char p[4096];
+		struct stat st;
+		if (!parse_step_name(e->d_name, &s))
+			continue;
+		snprintf(p, sizeof p, "%s/%s/MANIFEST", dir, e->d_name);
+		if (stat(p, &st) != 0)
+			continue;
+		if (cnt == cap) {
+			long long *nv = realloc(v, sizeof *v * (size_t)(cap = cap ? 2 * cap : 16));
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return LOOM_ERR_NOMEM;
+			}
+			v = nv;
+		}
+		v[cnt++] = s;
+	}
+	closedir(d);
+	if (cnt)
+		qsort(v, (size_t)cnt, sizeof *v, cmp_desc);
+	*steps = v;
+	*n = cnt;
+	return LOOM_SUCCESS;
+}
+
+int ckpt_rmtree(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	if (!d)
+		return errno == ENOENT ? 0 : -1;
+	while ((e = readdir(d))) {
+		char p[4096];
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	return rmdir(path);
+}
+
+int ckpt_prune(const char *dir, int keep, long long just_committed)
+{
+	long long *v;
+	int n, rc = ckpt_list_steps(dir, &v, &n);
+	if (rc != LOOM_SUCCESS)
+		return rc;
+	for (int i = keep; i < n; i++) {
+		char p[4096], q[4096];
+		if (v[i] == just_committed)
+			continue;
+		/* rename first, so that a half-removed step is never taken for one */
+		snprintf(p, sizeof p, "%s/step-%lld", dir, v[i]);
+		snprintf(q, sizeof q, "%s/.prune-step-%lld", dir, v[i]);
+		if (rename(p, q) == 0)
+			ckpt_rmtree(q);
+	}
+	free(v);
+	/* leftovers of crashed commits or prunes (one writer per directory:
+	 * the commit in progress has been renamed by now) */
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[4096];
+		if (strncmp(e->d_name, ".tmp-step-", 10) && strncmp(e->d_name, ".prune-step-", 12) &&
+		    strncmp(e->d_name, ".replaced-step-", 15))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		ckpt_rmtree(p);
+	}
+	if (d)
+		closedir(d);
+	ckpt_fsync_path(dir);
+	return LOOM_SUCCESS;
+}
+
+/* NAME in DIR holds TEXT, or is unchanged: write aside, fsync, rename */
+int ckpt_write_small(const char *dir, const char *name, const char *text)
+{
+	char tmp[4096], dst[4096];
+	size_t n = strlen(text);
+	int fd;
+	snprintf(tmp, sizeof tmp, "%s/.%s.tmp-%ld", dir, name, (long)getpid());
+	snprintf(dst, sizeof dst, "%s/%s", dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return LOOM_ERR_IO;
+	if (write(fd, text, n) != (ssize_t)n || fsync(fd) != 0) {
+		close(fd);
+		unlink(tmp);
+		return LOOM_ERR_IO;
+	}
+	close(fd);
+	if (rename(tmp, dst) != 0) {
+		unlink(tmp);
+		return LOOM_ERR_IO;
+	}
+	return ckpt_fsync_path(dir) == 0 ? LOOM_SUCCESS : LOOM_ERR_IO;
+}
+
+int ckpt_write_latest(const char *dir, long long step)
+{
+	char line[64];
+	snprintf(line, sizeof line, "step-%lld\n", step);
+	return ckpt_write_small(dir, "latest", line);
+}
+
+long long ckpt_read_latest(const char *dir)
+{
+	char p[4096], line[64];
+	long long s;
+	FILE *f;
+	snprintf(p, sizeof p, "%s/latest", dir);
+	if (!(f = fopen(p, "re")))
+		return -1;
+	if (!fgets(line, sizeof line, f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	return parse_step_name(line, &s) ? s : -1;
+}

@@ -1,0 +1,113 @@
+/* runtime/ckpt/ckpt_internal.h: what the files of checkpoint/restart share
+ * beyond the pure functions of ckpt.h: the handle, the state of one save
+ * or load, and the collective steps.
+ *   ckpt_signal.c    stop signals: handler, install/remove, names
+ *   ckpt_handle.c    open/close/settings/tensor/should_stop, agreement
+ *   ckpt_plan.c      the plan (pure; ckpt.h)
+ *   ckpt_exchange.c  gathering the plan, pieces to/from aggregators
+ *   ckpt_window.c    an aggregator's window: file I/O, chunk sums, writer
+ *   ckpt_save.c      save and commit
+ *   ckpt_load.c      load, latest, restore, resume_step */
+#ifndef LOOM_CKPT_INTERNAL_H
+#define LOOM_CKPT_INTERNAL_H
+
+#include "loom.h"
+#include "ckpt/ckpt.h"
+
+#include <pthread.h>
+
+struct loom_ckpt {
+	loom_comm_t *comm;
+	char *dir;
+	int rank, size, keep;
+	loom_ckpt_mode_t mode;
+	ckpt_tensor_t *t;
+	int nt, cap;
+	char job[64];
+	loom_ckpt_stats_t st;
+	int stopped;       /* the signal number agreed on by should_stop */
+};
+
+/* ---- ckpt_signal.c ---- */
+void ck_signals_install(void);
+void ck_signals_remove(void);
+int ck_signal_seen(void);        /* the stop signal caught, 0: none */
+const char *ck_sig_name(int sig); /* "TERM", or the number */
+
+/* ---- ckpt_handle.c ---- */
+double ck_now_s(void);
+/* every rank gets the worst (most negative) status */
+int ck_agree(loom_ckpt_t *ck, int rc);
+long ck_env_long(const char *name, long def, long lo, long hi);
+/* all ranks registered the same tensors (names, dtypes, shapes, order) */
+int ck_table_check(loom_ckpt_t *ck);
+
+/* streaming chunk sums over an aggregator's domain, fed in order */
+typedef struct {
+	int algo;
+	ckpt_hash_t h;
+	int open;
+	uint64_t *sums; /* all chunks of the plan (zero where not ours) */
+} ck_sums_t;
+
+/* one save or load: its plan, files and first local I/O failure */
+typedef struct {
+	ckpt_plan_t p;
+	ck_sums_t sums;
+	uint64_t *bytes;  /* file sizes */
+	char **fnames;    /* file names in the step directory */
+	int *fds;         /* -1 where this rank does not touch the file */
+	int io_rc;
+	char why[600];    /* what io_rc is about */
+} ck_op_t;
+
+/* ---- ckpt_exchange.c ---- */
+/* op's arrays for ck->nt files (fds all -1); a loom status, not agreed */
+int ck_op_alloc(loom_ckpt_t *ck, ck_op_t *op, int algo);
+void ck_op_free(loom_ckpt_t *ck, ck_op_t *op);
+/* the chunk sums of all aggregators, on every rank */
+int ck_op_sum_chunks(loom_ckpt_t *ck, ck_op_t *op);
+/* bytes, aggregators and rounds of op into ck->st */
+void ck_op_stats(loom_ckpt_t *ck, const ck_op_t *op);
+/* Gathers every rank's blocks and settings and builds the plan. */
+int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_t chunk);
+/* save (writing = 1): ranks -> aggregators -> files; load: the reverse.
+ * Aggregators keep chunk sums of what they write or read. op->io_rc
+ * gets the first local I/O failure (the exchange goes on so that no rank
+ * hangs); the return value is a communication failure. */
+int ck_exchange(loom_ckpt_t *ck, ck_op_t *op, int writing);
+
+/* ---- ckpt_window.c ---- */
+int ck_pwrite_all(int fd, const char *buf, uint64_t len, uint64_t off);
+void ck_sums_feed(const ckpt_plan_t *p, ck_sums_t *s, const char *buf, uint64_t lo,
+		  uint64_t len);
+/* write (or read) the window [lo, hi) of the virtual space to op's files */
+int ck_window_io(const ck_op_t *op, char *buf, uint64_t lo, uint64_t hi, int writing,
+		 char *why, size_t whylen);
+/* aggregators read their domains back for the chunk sums (independent mode) */
+int ck_readback_sums(ck_op_t *op);
+
+/* A window hashed and written by a thread while the next one is
+ * exchanged; one job at a time. */
+typedef struct {
+	const ck_op_t *op;
+	ck_sums_t *sums;
+	char *buf;
+	uint64_t lo, hi;
+	int skip_io, rc, active;
+	pthread_t th;
+	char why[512];
+} ck_writer_t;
+/* starts w on buf (runs it inline when no thread can be made); returns 1
+ * when a thread now owns buf */
+int ck_writer_start(ck_writer_t *w, ck_op_t *op, char *buf, uint64_t lo, uint64_t hi);
+/* waits for the running job; its failure becomes op->io_rc if the first */
+void ck_writer_join(ck_writer_t *w, ck_op_t *op);
+
+/* where run r's byte at virtual offset v lives in this rank's buffer */
+static inline char *ck_run_ptr(loom_ckpt_t *ck, const ckpt_vrun_t *r, uint64_t v)
+{
+	return (char *)ck->t[r->tensor].b[r->block].data + r->loff + (v - r->v);
+}
+
+#endif

@@ -1,0 +1,268 @@
+/* runtime/ckpt/ckpt_load.c: loom_ckpt_load (the manifest checked against the
+ * registered tensors, the files read through the aggregators, every
+ * chunk verified), and finding the step to load: latest, restore (the
+ * newest usable one), resume_step. */
+#include "config.h"
+#include "comm/comm.h"
+#include "ckpt/ckpt_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* the manifest of sdir, and each registered tensor's file in it: sizes
+ * and names into op, expected sums into want (a loom status, not agreed;
+ * the reason in op->why) */
+static int load_manifest(loom_ckpt_t *ck, ck_op_t *op, const char *sdir, long long step,
+			 ckpt_manifest_t *m, uint64_t **want)
+{
+	int alloc = ck_op_alloc(ck, op, 0), rc;
+	rc = ckpt_manifest_load(sdir, m, op->why, sizeof op->why);
+	if (rc == LOOM_SUCCESS && !ckpt_sum_supported(m->algo)) {
+		snprintf(op->why, sizeof op->why, "%.400s/MANIFEST: checksum %s not supported by this build",
+			 sdir, ckpt_sum_name(m->algo));
+		rc = LOOM_ERR_UNSUPPORTED;
+	}
+	if (rc == LOOM_SUCCESS && m->step != step) {
+		snprintf(op->why, sizeof op->why, "%.400s/MANIFEST says step %lld", sdir, m->step);
+		rc = LOOM_ERR_CORRUPT;
+	}
+	*want = calloc((size_t)ck->nt + 1, sizeof **want);
+	if (!rc && (alloc || !*want))
+		rc = LOOM_ERR_NOMEM;
+	for (int i = 0; i < ck->nt && !rc; i++) {
+		const ckpt_mtensor_t *t = NULL;
+		for (int k = 0; k < m->ntensors; k++)
+			if (!strcmp(m->t[k].name, ck->t[i].name))
+				t = &m->t[k];
+		if (!t) {
+			snprintf(op->why, sizeof op->why, "%.300s: no tensor %s", sdir, ck->t[i].name);
+			rc = LOOM_ERR_NOT_FOUND;
+		} else if (t->dtype != ck->t[i].dtype || t->ndim != ck->t[i].ndim ||
+			   memcmp(t->shape, ck->t[i].shape, sizeof(uint64_t) * (size_t)t->ndim)) {
+			snprintf(op->why, sizeof op->why,
+				 "%.300s: tensor %s has another dtype or shape (%s, %d dims)", sdir, t->name,
+				 loom_dtype_name((loom_dtype_t)t->dtype), t->ndim);
+			rc = LOOM_ERR_MISMATCH;
+		} else {
+			op->bytes[i] = t->bytes;
+			(*want)[i] = t->sum;
+			if (!(op->fnames[i] = strdup(t->file)))
+				rc = LOOM_ERR_NOMEM;
+		}
+	}
+	return rc;
+}
+
+/* opens the files this rank reads, of the manifest's sizes; on a failure
+ * (op->io_rc) none stays open: the exchange still runs, reading nothing */
+static void load_files(loom_ckpt_t *ck, ck_op_t *op, const char *sdir)
+{
+	op->sums.sums = calloc((size_t)op->p.cbase[ck->nt] + 1, sizeof *op->sums.sums);
+	if (!op->sums.sums)
+		op->io_rc = LOOM_ERR_NOMEM;
+	for (int i = 0; i < ck->nt && !op->io_rc; i++) {
+		char f[4200];
+		struct stat st;
+		if (!ckpt_plan_touches(&op->p, ck->rank, i, 0))
+			continue;
+		snprintf(f, sizeof f, "%s/%s", sdir, op->fnames[i]);
+		if ((op->fds[i] = open(f, O_RDONLY | O_CLOEXEC)) < 0) {
+			snprintf(op->why, sizeof op->why, "%.400s: %s", f, strerror(errno));
+			op->io_rc = LOOM_ERR_CORRUPT;
+		} else if (fstat(op->fds[i], &st) == 0 && (uint64_t)st.st_size != op->bytes[i]) {
+			snprintf(op->why, sizeof op->why, "%.400s: size %lld bytes, manifest says %" PRIu64,
+				 f, (long long)st.st_size, op->bytes[i]);
+			op->io_rc = LOOM_ERR_CORRUPT;
+		}
+	}
+	if (op->io_rc)
+		for (int i = 0; i < ck->nt; i++)
+			if (op->fds[i] >= 0) {
+				close(op->fds[i]);
+				op->fds[i] = -1;
+			}
+}
+
+/* every file's sum against the manifest's */
+static int load_verify(loom_ckpt_t *ck, const ck_op_t *op, const char *sdir, const uint64_t *want)
+{
+	const ckpt_plan_t *p = &op->p;
+	int rc = LOOM_SUCCESS;
+	for (int i = 0; i < ck->nt; i++) {
+		uint64_t got = ckpt_file_sum(op->sums.algo, op->sums.sums + p->cbase[i],
+					     p->cbase[i + 1] - p->cbase[i]);
+		if (got != want[i]) {
+			if (ck->rank == 0)
+				LOOM_WARN("ckpt: %s/%s (tensor %s): %s checksum mismatch: expected %016" PRIx64
+					  ", got %016" PRIx64, sdir, op->fnames[i], ck->t[i].name,
+					  ckpt_sum_name(op->sums.algo), want[i], got);
+			rc = LOOM_ERR_CORRUPT;
+		}
+	}
+	return rc;
+}
+
+int loom_ckpt_load(loom_ckpt_t *ck, long long step)
+{
+	char sdir[4096];
+	uint64_t *want = NULL;
+	ckpt_manifest_t m;
+	ck_op_t op;
+	int rc;
+	double t0 = ck_now_s();
+	if (!ck || step < 0)
+		return LOOM_ERR_INVALID;
+	memset(&m, 0, sizeof m);
+	if ((rc = ck_table_check(ck)))
+		return rc;
+	snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, step);
+	rc = load_manifest(ck, &op, sdir, step, &m, &want);
+	if (rc && ck->rank == 0)
+		LOOM_WARN("ckpt: %s", op.why);
+	if ((rc = ck_agree(ck, rc)))
+		goto out;
+	op.sums.algo = m.algo;
+	if ((rc = ck_plan_make(ck, &op.p, op.bytes, m.chunk)))
+		goto out;
+	load_files(ck, &op, sdir);
+	if ((rc = ck_exchange(ck, &op, 0)))
+		goto out;
+	if (op.io_rc)
+		LOOM_WARN("ckpt: step %lld: %s", step, op.why);
+	if ((rc = ck_agree(ck, op.io_rc)) || (rc = ck_op_sum_chunks(ck, &op)))
+		goto out;
+	rc = load_verify(ck, &op, sdir, want);
+out:
+	ck->st.total_s = ck->st.data_s = ck_now_s() - t0;
+	ck->st.commit_s = 0;
+	ck_op_stats(ck, &op);
+	ck->st.mode = LOOM_CKPT_TWO_PHASE;
+	free(want);
+	ckpt_manifest_free(&m);
+	ck_op_free(ck, &op);
+	return rc;
+}
+
+static int comm_error(int rc)
+{
+	return rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_TIMEOUT || rc == LOOM_ERR_ABORTED ||
+	       rc == LOOM_ERR_BOOTSTRAP || rc == LOOM_ERR_NOMEM;
+}
+
+/* rank 0's list of committed steps (descending), on every rank */
+static int steps_everywhere(loom_ckpt_t *ck, long long **steps, int *n)
+{
+	int64_t cnt = 0;
+	long long *v = NULL;
+	int c = 0, rc = LOOM_SUCCESS;
+	if (ck->rank == 0) {
+		rc = ckpt_list_steps(ck->dir, &v, &c);
+		cnt = rc ? -1 : c;
+	}
+	if ((rc = loom_broadcast(&cnt, &cnt, 1, LOOM_INT64, 0, ck->comm)))
+		goto fail;
+	if (cnt < 0) {
+		rc = LOOM_ERR_IO;
+		goto fail;
+	}
+	if (ck->rank != 0 && cnt > 0 && !(v = calloc((size_t)cnt, sizeof *v)))
+		rc = LOOM_ERR_NOMEM;
+	if ((rc = ck_agree(ck, rc)))
+		goto fail;
+	if (cnt > 0 && (rc = loom_broadcast(v, v, (size_t)cnt, LOOM_INT64, 0, ck->comm)))
+		goto fail;
+	*steps = v;
+	*n = (int)cnt;
+	return LOOM_SUCCESS;
+fail:
+	free(v);
+	*steps = NULL;
+	*n = 0;
+	return rc;
+}
+
+int loom_ckpt_latest(loom_ckpt_t *ck, long long *step)
+{
+	int64_t s = -1;
+	int rc;
+	if (!ck || !step)
+		return LOOM_ERR_INVALID;
+	*step = -1;
+	if (ck->rank == 0) {
+		long long *v = NULL;
+		int n = 0;
+		ckpt_list_steps(ck->dir, &v, &n);
+		for (int i = 0; i < n && s < 0; i++) {
+			char sdir[4096], why[512];
+			ckpt_manifest_t m;
+			snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, v[i]);
+			if (ckpt_manifest_load(sdir, &m, why, sizeof why) == LOOM_SUCCESS && m.step == v[i])
+				s = v[i];
+			else
+				LOOM_WARN("ckpt: skipping step-%lld: %s", v[i], why);
+			ckpt_manifest_free(&m);
+		}
+		free(v);
+	}
+	if ((rc = loom_broadcast(&s, &s, 1, LOOM_INT64, 0, ck->comm)))
+		return rc;
+	*step = s;
+	return s < 0 ? LOOM_ERR_NOT_FOUND : LOOM_SUCCESS;
+}
+
+int loom_ckpt_restore(loom_ckpt_t *ck, long long *step)
+{
+	long long *v = NULL;
+	int n = 0, rc;
+	if (!ck || !step)
+		return LOOM_ERR_INVALID;
+	*step = -1;
+	if ((rc = steps_everywhere(ck, &v, &n)))
+		return rc;
+	rc = LOOM_ERR_NOT_FOUND;
+	for (int i = 0; i < n; i++) {
+		rc = loom_ckpt_load(ck, v[i]);
+		if (rc == LOOM_SUCCESS) {
+			*step = v[i];
+			if (i > 0 && ck->rank == 0)
+				LOOM_WARN("ckpt: restored step-%lld (the newest usable checkpoint in %s)",
+					  v[i], ck->dir);
+			break;
+		}
+		if (comm_error(rc))
+			break;
+		if (ck->rank == 0)
+			LOOM_WARN("ckpt: step-%lld in %s is unusable (%s)%s", v[i], ck->dir,
+				  loom_strerror(rc), i + 1 < n ? "; falling back to the previous one" :
+				  "; no older checkpoint");
+		rc = LOOM_ERR_NOT_FOUND;
+	}
+	free(v);
+	return rc;
+}
+
+int loom_ckpt_resume_step(loom_ckpt_t *ck, long long *step)
+{
+	const char *e = getenv("SLURM_RESTART_COUNT");
+	long restarts = e ? strtol(e, NULL, 10) : 0;
+	int rc;
+	if (!ck || !step)
+		return LOOM_ERR_INVALID;
+	rc = loom_ckpt_latest(ck, step);
+	if (rc != LOOM_SUCCESS && rc != LOOM_ERR_NOT_FOUND)
+		return rc;
+	if (ck->rank == 0 && restarts > 0) {
+		if (*step >= 0)
+			LOOM_WARN("ckpt: restart %ld of job %s: resuming after step %lld from %s",
+				  restarts, ck->job, *step, ck->dir);
+		else
+			LOOM_WARN("ckpt: restart %ld of job %s but no committed checkpoint in %s: "
+				  "starting from the beginning", restarts, ck->job, ck->dir);
+	}
+	return LOOM_SUCCESS;
+}

@@ -1,0 +1,260 @@
+/* runtime/ckpt/ckpt_save.c: loom_ckpt_save: a temporary step directory of
+ * full-size files, the data written two-phase or independently, then the
+ * commit on rank 0 (manifest, rename, latest, prune, requeue request).
+ * Every step ends in an agreement, so all ranks fail or succeed together. */
+#include "config.h"
+#include "comm/comm.h"
+#include "ckpt/ckpt_internal.h"
+#include "metrics/metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* names, sizes and plan of the files */
+static int save_plan(loom_ckpt_t *ck, ck_op_t *op, uint64_t chunk)
+{
+	int rc = ck_op_alloc(ck, op, ckpt_sum_default());
+	for (int i = 0; i < ck->nt && !rc; i++) {
+		if (!(op->fnames[i] = malloc(24)))
+			rc = LOOM_ERR_NOMEM;
+		else
+			snprintf(op->fnames[i], 24, "t%d.bin", i);
+	}
+	if ((rc = ck_agree(ck, rc)))
+		return rc;
+	for (int i = 0; i < ck->nt; i++)
+		op->bytes[i] = ck->t[i].bytes;
+	return ck_plan_make(ck, &op->p, op->bytes, chunk);
+}
+
+/* rank 0 makes the temporary directory and full-size files; then every
+ * rank opens those it writes */
+static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp)
+{
+	int rc;
+	op->sums.sums = calloc((size_t)op->p.cbase[ck->nt] + 1, sizeof *op->sums.sums);
+	rc = op->sums.sums ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
+	if (ck->rank == 0 && !rc) {
+		ckpt_rmtree(tmp); /* a crashed attempt of this job */
+		if (mkdir(tmp, 0755) != 0) {
+			LOOM_ERR("ckpt: mkdir %s: %s", tmp, strerror(errno));
+			rc = LOOM_ERR_IO;
+		}
+		for (int i = 0; i < ck->nt && !rc; i++) {
+			char f[4200];
+			snprintf(f, sizeof f, "%s/%s", tmp, op->fnames[i]);
+			int fd = open(f, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (fd < 0 || ftruncate(fd, (off_t)op->bytes[i]) != 0) {
+				LOOM_ERR("ckpt: create %s: %s", f, strerror(errno));
+				rc = LOOM_ERR_IO;
+			}
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	if ((rc = ck_agree(ck, rc)))
+		return rc;
+	for (int i = 0; i < ck->nt && !rc; i++) {
+		if (!ckpt_plan_touches(&op->p, ck->rank, i, ck->mode == LOOM_CKPT_INDEPENDENT))
+			continue;
+		char f[4200];
+		snprintf(f, sizeof f, "%s/%s", tmp, op->fnames[i]);
+		if ((op->fds[i] = open(f, O_RDWR | O_CLOEXEC)) < 0) {
+			LOOM_ERR("ckpt: open %s: %s", f, strerror(errno));
+			rc = LOOM_ERR_IO;
+		}
+	}
+	return ck_agree(ck, rc);
+}
+
+/* independent mode: every rank writes its own runs */
+static void write_own_runs(loom_ckpt_t *ck, ck_op_t *op)
+{
+	const ckpt_plan_t *p = &op->p;
+	for (long i = 0; i < p->nruns[ck->rank] && !op->io_rc; i++) {
+		const ckpt_vrun_t *r = &p->runs[ck->rank][i];
+		if (ck_pwrite_all(op->fds[r->tensor], ck_run_ptr(ck, r, r->v), r->len,
+				  r->v - p->base[r->tensor]) != 0) {
+			snprintf(op->why, sizeof op->why, "write %s: %s", op->fnames[r->tensor],
+				 strerror(errno));
+			op->io_rc = LOOM_ERR_IO;
+		}
+	}
+}
+
+/* a local I/O failure, said where it happened, becomes everyone's */
+static int agree_io(loom_ckpt_t *ck, ck_op_t *op, long long step)
+{
+	if (op->io_rc)
+		LOOM_ERR("ckpt: step %lld: %s", step, op->why);
+	return ck_agree(ck, op->io_rc);
+}
+
+/* the data, on disk (fsynced), and every chunk's sum on every rank */
+static int save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
+{
+	int rc;
+	if (ck->mode == LOOM_CKPT_TWO_PHASE) {
+		if ((rc = ck_exchange(ck, op, 1)))
+			return rc;
+	} else {
+		write_own_runs(ck, op);
+	}
+	for (int i = 0; i < ck->nt && !op->io_rc; i++)
+		if (op->fds[i] >= 0 && fsync(op->fds[i]) != 0) {
+			snprintf(op->why, sizeof op->why, "fsync %s: %s", op->fnames[i], strerror(errno));
+			op->io_rc = LOOM_ERR_IO;
+		}
+	if ((rc = agree_io(ck, op, step)))
+		return rc;
+	if (ck->mode == LOOM_CKPT_INDEPENDENT) {
+		op->io_rc = ck_readback_sums(op);
+		if ((rc = agree_io(ck, op, step)))
+			return rc;
+	}
+	return ck_op_sum_chunks(ck, op);
+}
+
+/* rank 0: tmp/MANIFEST, fsynced */
+static int write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
+			  const char *tmp)
+{
+	ckpt_manifest_t m;
+	char mf[4200];
+	int rc = LOOM_SUCCESS;
+	memset(&m, 0, sizeof m);
+	m.step = step;
+	m.algo = op->sums.algo;
+	m.chunk = chunk;
+	m.ntensors = ck->nt;
+	snprintf(m.writer, sizeof m.writer, "job=%s ranks=%d aggregators=%d mode=%s", ck->job,
+		 ck->size, op->p.naggr, ck->mode == LOOM_CKPT_TWO_PHASE ? "two-phase" : "independent");
+	m.t = calloc((size_t)ck->nt + 1, sizeof *m.t);
+	if (!m.t)
+		rc = LOOM_ERR_NOMEM;
+	for (int i = 0; i < ck->nt && !rc; i++) {
+		ckpt_mtensor_t *t = &m.t[i];
+		const uint64_t *s = op->sums.sums + op->p.cbase[i];
+		strcpy(t->name, ck->t[i].name);
+		t->dtype = ck->t[i].dtype;
+		t->ndim = ck->t[i].ndim;
+		memcpy(t->shape, ck->t[i].shape, sizeof t->shape);
+		t->bytes = op->bytes[i];
+		snprintf(t->file, sizeof t->file, "%s", op->fnames[i]);
+		t->sum = ckpt_file_sum(m.algo, s, op->p.cbase[i + 1] - op->p.cbase[i]);
+	}
+	snprintf(mf, sizeof mf, "%s/MANIFEST", tmp);
+	FILE *f = rc ? NULL : fopen(mf, "we");
+	if (!rc && (!f || ckpt_manifest_write(f, &m) != LOOM_SUCCESS || fflush(f) != 0 ||
+		    fsync(fileno(f)) != 0)) {
+		LOOM_ERR("ckpt: write %s: %s", mf, strerror(errno));
+		rc = LOOM_ERR_IO;
+	}
+	if (f && fclose(f) != 0 && !rc)
+		rc = LOOM_ERR_IO;
+	free(m.t);
+	if (!rc && ckpt_fsync_path(tmp) != 0) {
+		LOOM_ERR("ckpt: fsync %s: %s", tmp, strerror(errno));
+		rc = LOOM_ERR_IO;
+	}
+	return rc;
+}
+
+/* rank 0: tmp becomes step-N; a step-N already there (the same step
+ * again) is moved aside first and put back if the rename fails */
+static int publish(loom_ckpt_t *ck, long long step, const char *tmp)
+{
+	struct stat st;
+	char fin[4096], aside[4200];
+	snprintf(fin, sizeof fin, "%s/step-%lld", ck->dir, step);
+	aside[0] = 0;
+	if (stat(fin, &st) == 0) {
+		snprintf(aside, sizeof aside, "%s/.replaced-step-%lld-%s", ck->dir, step, ck->job);
+		ckpt_rmtree(aside);
+		if (rename(fin, aside) != 0)
+			aside[0] = 0;
+	}
+	if (rename(tmp, fin) != 0 || ckpt_fsync_path(ck->dir) != 0) {
+		LOOM_ERR("ckpt: rename %s to %s: %s", tmp, fin, strerror(errno));
+		if (aside[0])
+			rename(aside, fin);
+		return LOOM_ERR_IO;
+	}
+	if (aside[0])
+		ckpt_rmtree(aside);
+	if (ckpt_write_latest(ck->dir, step) != LOOM_SUCCESS) {
+		LOOM_ERR("ckpt: update %s/latest: %s", ck->dir, strerror(errno));
+		return LOOM_ERR_IO;
+	}
+	return LOOM_SUCCESS;
+}
+
+/* Rank 0, after committing a checkpoint that a stop signal asked for:
+ * tell loom.so (which requeues the job when its tasks exit) before any
+ * rank returns from the save. Only under Slurm; nothing else reads it. */
+static void requeue_request(loom_ckpt_t *ck, long long step)
+{
+	const char *restart = getenv("SLURM_RESTART_COUNT"), *want = getenv("LOOM_CKPT_REQUEUE");
+	char text[256];
+	if (!getenv("SLURM_JOB_ID") || (want && !strcmp(want, "0")))
+		return;
+	snprintf(text, sizeof text, "job=%s\nrestart=%s\nstep=%lld\nsignal=%s\n", ck->job,
+		 restart && *restart ? restart : "0", step, ck_sig_name(ck->stopped));
+	if (ckpt_write_small(ck->dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS)
+		LOOM_WARN("ckpt: cannot write %s/%s (%s): the job will not be requeued",
+			  ck->dir, CKPT_REQUEUE_FILE, strerror(errno));
+	else
+		LOOM_WARN("ckpt: checkpoint step %lld committed after SIG%s: asking for a requeue "
+			  "of job %s", step, ck_sig_name(ck->stopped), ck->job);
+}
+
+/* rank 0: manifest, rename, latest, prune, requeue request */
+static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
+		  const char *tmp)
+{
+	int rc = write_manifest(ck, op, step, chunk, tmp);
+	if (!rc)
+		rc = publish(ck, step, tmp);
+	if (!rc)
+		ckpt_prune(ck->dir, ck->keep, step);
+	if (!rc && ck->stopped)
+		requeue_request(ck, step);
+	return rc;
+}
+
+int loom_ckpt_save(loom_ckpt_t *ck, long long step)
+{
+	char tmp[4096] = "";
+	uint64_t chunk;
+	ck_op_t op;
+	int rc;
+	double t0 = ck_now_s(), t1;
+	if (!ck || step < 0)
+		return LOOM_ERR_INVALID;
+	if ((rc = ck_table_check(ck)))
+		return rc;
+	chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK, 1, 1L << 40);
+	if ((rc = save_plan(ck, &op, chunk)))
+		goto out;
+	snprintf(tmp, sizeof tmp, "%s/.tmp-step-%lld-%s", ck->dir, step, ck->job);
+	if ((rc = save_files(ck, &op, tmp)) || (rc = save_data(ck, &op, step)))
+		goto out;
+	t1 = ck_now_s();
+	ck->st.data_s = t1 - t0;
+	rc = ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, chunk, tmp) : LOOM_SUCCESS);
+	ck->st.commit_s = ck_now_s() - t1;
+out:
+	ck->st.total_s = ck_now_s() - t0;
+	ck_op_stats(ck, &op);
+	ck->st.mode = ck->mode;
+	if (rc == LOOM_SUCCESS)
+		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
+	if (rc && ck->rank == 0 && tmp[0])
+		ckpt_rmtree(tmp); /* never a committed one: tmp is ours */
+	ck_op_free(ck, &op);
+	return rc;
+}

@@ -1,0 +1,84 @@
+/* runtime/coll/coll.h: transfers inside one operation (xfer.c), the
+ * algorithms over them (coll_*.c) and the choice among them (plan.c). */
+#ifndef LOOM_COLL_COLL_H
+#define LOOM_COLL_COLL_H
+
+#include "comm/comm.h"
+
+/* ---- xfer.c: transfers inside one operation ---- */
+struct loom_xctx {
+	struct loom_comm *c;
+	const char *opname;
+	uint64_t seq;
+	uint64_t tag;
+	double deadline, started;
+	struct loom_comm *top;
+	uint64_t topseq;
+	struct loom_xreq **x;
+	int n, cap;
+	int status;
+	struct loom_xreq *inl[16];  /* small operations allocate nothing */
+	struct loom_xreq pool[8];
+};
+#define LOOM_TAG_CHECK (1ull << 62)
+#define LOOM_TAG_P2P (1ull << 63)
+void loom_x_begin(struct loom_xctx *x, struct loom_comm *c, const char *opname, uint64_t seq,
+		  uint64_t tag, double deadline);
+int loom_x_send(struct loom_xctx *x, int peer, const void *buf, size_t len);
+int loom_x_recv(struct loom_xctx *x, int peer, void *buf, size_t len);
+int loom_x_recv_reduce(struct loom_xctx *x, int peer, void *buf, size_t count, loom_dtype_t dt,
+		       loom_op_t op);
+int loom_x_wait(struct loom_xctx *x, int handle);  /* -1: all */
+int loom_x_end(struct loom_xctx *x);               /* waits for all, frees; returns status */
+void loom_x_abandon(struct loom_xctx *x);          /* cancel whatever is left */
+struct loom_opctx;
+void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_opctx *o,
+		    uint64_t tag);
+void loom_report_timeout(struct loom_comm *c, const char *opname, uint64_t seq, double waited,
+			 const int *waiting, int nwaiting, struct loom_comm *top, uint64_t topseq);
+
+/* ---- algorithms (coll_*.c). op is never AVG here; dtype never 16-bit for
+ * reductions. deadline is absolute (loom_now()). ---- */
+struct loom_opctx {
+	const char *name;
+	double deadline;
+	uint64_t seq;   /* this comm's sequence number: the tag */
+	struct loom_comm *top;  /* the user's communicator and its sequence */
+	uint64_t topseq;        /* number (timeout diagnosis) */
+};
+int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, loom_dtype_t dt,
+			loom_op_t op, struct loom_opctx *o);
+int loom_coll_bcast(struct loom_comm *c, void *buf, size_t bytes, int root, struct loom_opctx *o);
+int loom_coll_reduce(struct loom_comm *c, const void *s, void *r, size_t n, loom_dtype_t dt,
+		     loom_op_t op, int root, struct loom_opctx *o);
+int loom_coll_allgather(struct loom_comm *c, const void *s, void *r, size_t bytes,
+			struct loom_opctx *o);
+int loom_coll_reduce_scatter(struct loom_comm *c, const void *s, void *r, size_t n,
+			     loom_dtype_t dt, loom_op_t op, struct loom_opctx *o);
+int loom_coll_alltoall(struct loom_comm *c, const void *s, void *r, size_t bytes,
+		       struct loom_opctx *o);
+int loom_coll_barrier(struct loom_comm *c, struct loom_opctx *o);
+/* block i of count elements split over n ranks (first count%n get one more) */
+static inline size_t loom_blk_cnt(size_t count, int n, int i)
+{
+	return count / (size_t)n + ((size_t)i < count % (size_t)n);
+}
+static inline size_t loom_blk_off(size_t count, int n, int i)
+{
+	size_t r = count % (size_t)n;
+	return (size_t)i * (count / (size_t)n) + ((size_t)i < r ? (size_t)i : r);
+}
+static inline int loom_mod(int a, int n) { return ((a % n) + n) % n; }
+
+/* ---- plan.c: which algorithm ---- */
+enum { LOOM_ALG_TRIVIAL = 0, LOOM_ALG_RD, LOOM_ALG_RING, LOOM_ALG_HIER, LOOM_ALG_TREE,
+       LOOM_ALG_CHAIN };
+int loom_plan_allreduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
+			size_t count);
+int loom_plan_bcast(int transport, int size, int nnodes, int local_size_max, size_t bytes);
+int loom_plan_reduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
+		     size_t count);
+int loom_plan_uses_hier(int transport, int size, int nnodes, int local_size_max);
+#define LOOM_SMALL_BYTES (32 * 1024)
+
+#endif

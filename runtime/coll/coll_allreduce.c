@@ -1,0 +1,134 @@
+/* runtime/coll/coll_allreduce.c: allreduce by recursive doubling (small; ranks
+ * above the largest power of two fold into a partner first), by ring
+ * (reduce-scatter then allgather; large), or hierarchically (reduce in the
+ * node, allreduce among node leaders, broadcast in the node). Every rank
+ * ends with bit-identical results, and the order of reduction depends only
+ * on the communicator's shape and the size, so reruns are bit-identical. */
+#include "coll/coll.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int rd_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+			struct loom_opctx *o)
+{
+	size_t es = loom_dtype_size(dt), bytes = n * es;
+	int size = c->size, rank = c->rank, p = 1, rem, newrank, mask, rc;
+	struct loom_xctx x;
+	char small[256], *tmp = bytes <= sizeof small ? small : malloc(bytes);
+	if (!tmp)
+		return LOOM_ERR_NOMEM;
+	while (p * 2 <= size)
+		p *= 2;
+	rem = size - p;
+	loom_x_begin_o(&x, c, o, o->seq);
+	if (rank < 2 * rem) {
+		if (rank % 2 == 0) {
+			loom_x_send(&x, rank + 1, buf, bytes);
+			newrank = -1;
+		} else {
+			loom_x_recv_reduce(&x, rank - 1, buf, n, dt, op);
+			newrank = rank / 2;
+		}
+		if ((rc = loom_x_wait(&x, -1)))
+			goto out;
+	} else {
+		newrank = rank - rem;
+	}
+	if (newrank >= 0) {
+		for (mask = 1; mask < p; mask <<= 1) {
+			int pn = newrank ^ mask, peer = pn < rem ? pn * 2 + 1 : pn + rem;
+			loom_x_send(&x, peer, buf, bytes);
+			loom_x_recv(&x, peer, tmp, bytes);
+			if ((rc = loom_x_wait(&x, -1)))
+				goto out;
+			/* lower rank's partial first, so both partners compute the same */
+			if (peer < rank) {
+				loom_reduce_local(tmp, buf, n, dt, op);
+				memcpy(buf, tmp, bytes);
+			} else {
+				loom_reduce_local(buf, tmp, n, dt, op);
+			}
+		}
+	}
+	if (rank < 2 * rem) {
+		if (rank % 2)
+			loom_x_send(&x, rank - 1, buf, bytes);
+		else
+			loom_x_recv(&x, rank + 1, buf, bytes);
+		if ((rc = loom_x_wait(&x, -1)))
+			goto out;
+	}
+	rc = LOOM_SUCCESS;
+out:
+	rc = rc ? (loom_x_abandon(&x), rc) : loom_x_end(&x);
+	if (tmp != small)
+		free(tmp);
+	return rc;
+}
+
+static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+			  struct loom_opctx *o)
+{
+	size_t es = loom_dtype_size(dt);
+	int N = c->size, r = c->rank, right = (r + 1) % N, left = (r + N - 1) % N, s, rc = 0;
+	struct loom_xctx x;
+	loom_x_begin_o(&x, c, o, o->seq);
+	for (s = 0; s < N - 1 && !rc; s++) {
+		int sb = loom_mod(r - s, N), rb = loom_mod(r - s - 1, N);
+		loom_x_send(&x, right, buf + loom_blk_off(n, N, sb) * es, loom_blk_cnt(n, N, sb) * es);
+		loom_x_recv_reduce(&x, left, buf + loom_blk_off(n, N, rb) * es, loom_blk_cnt(n, N, rb),
+				   dt, op);
+		rc = loom_x_wait(&x, -1);
+	}
+	for (s = 0; s < N - 1 && !rc; s++) {
+		int sb = loom_mod(r - s + 1, N), rb = loom_mod(r - s, N);
+		loom_x_send(&x, right, buf + loom_blk_off(n, N, sb) * es, loom_blk_cnt(n, N, sb) * es);
+		loom_x_recv(&x, left, buf + loom_blk_off(n, N, rb) * es, loom_blk_cnt(n, N, rb) * es);
+		rc = loom_x_wait(&x, -1);
+	}
+	if (rc) {
+		loom_x_abandon(&x);
+		return rc;
+	}
+	return loom_x_end(&x);
+}
+
+static int hier_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+			  struct loom_opctx *o)
+{
+	struct loom_opctx so = *o;
+	int rc = loom_comm_ensure_hier(c);
+	if (rc)
+		return rc;
+	if (c->nodec->size > 1) {
+		so.seq = loom_op_enter(c->nodec);
+		if ((rc = loom_coll_reduce(c->nodec, buf, buf, n, dt, op, 0, &so)))
+			return rc;
+	}
+	if (c->leaderc && c->leaderc->size > 1) {
+		so.seq = loom_op_enter(c->leaderc);
+		if ((rc = loom_coll_allreduce(c->leaderc, buf, buf, n, dt, op, &so)))
+			return rc;
+	}
+	if (c->nodec->size > 1) {
+		so.seq = loom_op_enter(c->nodec);
+		rc = loom_coll_bcast(c->nodec, buf, n * loom_dtype_size(dt), 0, &so);
+	}
+	return rc;
+}
+
+int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, loom_dtype_t dt,
+			loom_op_t op, struct loom_opctx *o)
+{
+	size_t bytes = n * loom_dtype_size(dt);
+	if (s != r && bytes)
+		memcpy(r, s, bytes);
+	switch (loom_plan_allreduce(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c),
+				    bytes, n)) {
+	case LOOM_ALG_TRIVIAL: return LOOM_SUCCESS;
+	case LOOM_ALG_HIER: return hier_allreduce(c, r, n, dt, op, o);
+	case LOOM_ALG_RD: return rd_allreduce(c, r, n, dt, op, o);
+	default: return ring_allreduce(c, r, n, dt, op, o);
+	}
+}

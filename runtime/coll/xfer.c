@@ -1,0 +1,408 @@
+/* runtime/coll/xfer.c: the sends and receives of one operation, over shm or
+ * TCP per peer, with the operation's deadline. Waiting spins briefly, then
+ * sleeps on the communicator's bell (rung by shm peers and by the TCP
+ * engine), and wakes at least every 100 ms to check the deadline, peers'
+ * liveness and aborts. Transfers to one peer complete in posting order. */
+#include "coll/coll.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEG (256u * 1024)
+#define SPINS 256
+
+static uint32_t shm_tag(uint64_t tag) { return (uint32_t)(tag ^ (tag >> 32)); }
+
+void loom_x_begin(struct loom_xctx *x, struct loom_comm *c, const char *opname, uint64_t seq,
+		  uint64_t tag, double deadline)
+{
+	x->n = 0;
+	x->status = 0;
+	x->x = x->inl;
+	x->cap = (int)(sizeof x->inl / sizeof x->inl[0]);
+	x->top = NULL;
+	x->topseq = 0;
+	x->c = c;
+	x->opname = opname;
+	x->seq = seq;
+	x->tag = tag;
+	x->deadline = deadline;
+	x->started = loom_now();
+}
+
+void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_opctx *o,
+		    uint64_t tag)
+{
+	loom_x_begin(x, c, o->name, o->seq, tag, o->deadline);
+	x->top = o->top;
+	x->topseq = o->topseq;
+}
+
+static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, loom_dtype_t dt,
+	       loom_op_t op)
+{
+	struct loom_comm *c = x->c;
+	struct loom_xreq *q;
+	if (x->status)
+		return -1;
+	if (x->n == x->cap) {
+		int cap = 2 * x->cap;
+		struct loom_xreq **nx = x->x == x->inl ? malloc((size_t)cap * sizeof *nx)
+						       : realloc(x->x, (size_t)cap * sizeof *nx);
+		if (!nx) {
+			x->status = LOOM_ERR_NOMEM;
+			return -1;
+		}
+		if (x->x == x->inl)
+			memcpy(nx, x->inl, sizeof x->inl);
+		x->x = nx;
+		x->cap = cap;
+	}
+	if (x->n < (int)(sizeof x->pool / sizeof x->pool[0])) {
+		q = &x->pool[x->n];
+		memset(q, 0, sizeof *q);
+	} else {
+		q = calloc(1, sizeof *q);
+	}
+	if (!q) {
+		x->status = LOOM_ERR_NOMEM;
+		return -1;
+	}
+	q->kind = kind;
+	q->peer = peer;
+	q->buf = buf;
+	q->len = len;
+	q->dt = dt;
+	q->op = op;
+	q->shm = loom_comm_uses_shm(c, peer);
+	if (!q->shm) {
+		int k;
+		char *base = buf;
+		q->nseg = len ? (int)((len + SEG - 1) / SEG) : 1;
+		q->segs = calloc((size_t)q->nseg, sizeof *q->segs);
+		if (kind == XRECV_REDUCE && len) {
+			q->tmp = malloc(len);
+			base = q->tmp;
+		}
+		if (!q->segs || (kind == XRECV_REDUCE && len && !q->tmp)) {
+			free(q->segs);
+			free(q->tmp);
+			if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
+				free(q);
+			x->status = LOOM_ERR_NOMEM;
+			return -1;
+		}
+		for (k = 0; k < q->nseg; k++) {
+			struct loom_treq *t = &q->segs[k];
+			size_t off = (size_t)k * SEG;
+			t->kind = kind == XSEND ? TREQ_SEND : TREQ_RECV;
+			t->peer = c->wrank[peer];
+			t->ctx = c->ctx;
+			t->tag = x->tag;
+			t->buf = base + off;
+			t->len = len - off < SEG ? len - off : SEG;
+			t->bell = loom_comm_bell(c);
+			loom_tcp_post(c->w, t);
+		}
+	}
+	x->x[x->n] = q;
+	return x->n++;
+}
+
+int loom_x_send(struct loom_xctx *x, int peer, const void *buf, size_t len)
+{
+	return add(x, XSEND, peer, (void *)buf, len, LOOM_INT8, LOOM_SUM);
+}
+
+int loom_x_recv(struct loom_xctx *x, int peer, void *buf, size_t len)
+{
+	return add(x, XRECV, peer, buf, len, LOOM_INT8, LOOM_SUM);
+}
+
+int loom_x_recv_reduce(struct loom_xctx *x, int peer, void *buf, size_t count, loom_dtype_t dt,
+		       loom_op_t op)
+{
+	return add(x, XRECV_REDUCE, peer, buf, count * loom_dtype_size(dt), dt, op);
+}
+
+/* one pass over everything pending; 1 when something moved */
+static int progress(struct loom_xctx *x)
+{
+	struct loom_comm *c = x->c;
+	int i, j, moved = 0;
+	for (i = 0; i < x->n && !x->status; i++) {
+		struct loom_xreq *q = x->x[i];
+		if (q->done)
+			continue;
+		if (q->shm) {
+			int blocked = 0, rc;
+			for (j = 0; j < i && !blocked; j++) {
+				struct loom_xreq *p = x->x[j];
+				if (!p->done && p->shm && p->peer == q->peer &&
+				    (p->kind == XSEND) == (q->kind == XSEND))
+					blocked = 1;
+			}
+			if (blocked)
+				continue;
+			rc = loom_shm_progress(c, q, shm_tag(x->tag));
+			if (rc < 0) {
+				x->status = rc;
+				q->status = rc;
+				return 1;
+			}
+			moved |= rc;
+		} else {
+			while (q->segdone < q->nseg && atomic_load(&q->segs[q->segdone].done)) {
+				struct loom_treq *t = &q->segs[q->segdone];
+				if (t->status) {
+					x->status = t->status;
+					q->status = t->status;
+					return 1;
+				}
+				if (q->kind == XRECV_REDUCE && t->len)
+					loom_reduce_local(q->buf + (t->buf - q->tmp), t->buf,
+							  t->len / loom_dtype_size(q->dt), q->dt, q->op);
+				q->segdone++;
+				moved = 1;
+			}
+			if (q->segdone == q->nseg)
+				q->done = 1;
+		}
+	}
+	return moved;
+}
+
+static int peer_dead(struct loom_comm *c, int peer)
+{
+	if (peer == c->rank)
+		return 0;
+	if (loom_tcp_peer_gone(c->w, c->wrank[peer]))
+		return 1;
+	if (c->shm && c->local_idx[peer] >= 0) {
+		int pid = loom_shm_peer_pid(c, c->local_idx[peer]);
+		if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+			return 1;
+	}
+	return 0;
+}
+
+static void poison(struct loom_comm *c, int status)
+{
+	int zero = 0;
+	atomic_compare_exchange_strong(&c->failed, &zero, status);
+}
+
+int loom_x_wait(struct loom_xctx *x, int handle)
+{
+	struct loom_comm *c = x->c;
+	struct loom_bell *bell = loom_comm_bell(c);
+	int spins = 0;
+	double next_check = loom_now() + 0.2;
+	for (;;) {
+		uint32_t seen = atomic_load(&bell->seq);
+		int moved = progress(x), i, all = 1, f;
+		double now;
+		if (x->status) {
+			/* a transfer failed: report the communicator's cause (an abort
+			 * that came in just before the aborting rank's exit) if any */
+			f = atomic_load(&c->failed);
+			if (!f && c->parent)
+				f = atomic_load(&c->parent->failed);
+			if (f)
+				x->status = f;
+			return x->status;
+		}
+		if (handle >= 0)
+			all = x->x[handle]->done;
+		else
+			for (i = 0; i < x->n; i++)
+				if (!x->x[i]->done)
+					all = 0;
+		if (all)
+			return LOOM_SUCCESS;
+		f = atomic_load(&c->failed);
+		if (!f && c->parent)
+			f = atomic_load(&c->parent->failed);
+		if (f) {
+			x->status = f;
+			return f;
+		}
+		if (moved) {
+			spins = 0;
+			continue;
+		}
+		if (++spins < SPINS) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+			continue;
+		}
+		now = loom_now();
+		if (now >= next_check) {
+			next_check = now + 0.2;
+			for (i = 0; i < x->n; i++) {
+				struct loom_xreq *q = x->x[i];
+				if (!q->done && peer_dead(c, q->peer)) {
+					LOOM_ERR("comm %s: %s seq %llu: rank %d is gone", c->name,
+						 x->opname, (unsigned long long)x->seq, q->peer);
+					poison(c, LOOM_ERR_PEER_LOST);
+					x->status = LOOM_ERR_PEER_LOST;
+					return x->status;
+				}
+			}
+		}
+		if (now >= x->deadline) {
+			int *who = calloc((size_t)x->n + 1, sizeof *who), nw = 0;
+			for (i = 0; who && i < x->n; i++) {
+				struct loom_xreq *q = x->x[i];
+				int j, dup = 0;
+				if (q->done || q->kind == XSEND)
+					continue;
+				for (j = 0; j < nw; j++)
+					dup |= who[j] == q->peer;
+				if (!dup)
+					who[nw++] = q->peer;
+			}
+			loom_report_timeout(c, x->opname, x->seq, now - x->started, who, nw, x->top, x->topseq);
+			free(who);
+			poison(c, LOOM_ERR_TIMEOUT);
+			x->status = LOOM_ERR_TIMEOUT;
+			return x->status;
+		}
+		{
+			double left = x->deadline - now, nap = next_check - now;
+			if (left < nap)
+				nap = left;
+			if (nap > 0.1)
+				nap = 0.1;
+			if (nap < 0.001)
+				nap = 0.001;
+			loom_bell_wait(bell, seen, nap);
+		}
+	}
+}
+
+void loom_x_abandon(struct loom_xctx *x)
+{
+	int i, k;
+	for (i = 0; i < x->n; i++) {
+		struct loom_xreq *q = x->x[i];
+		if (!q->shm && q->segs)
+			for (k = 0; k < q->nseg; k++)
+				if (!atomic_load(&q->segs[k].done))
+					loom_tcp_cancel(x->c->w, &q->segs[k]);
+		free(q->segs);
+		free(q->tmp);
+		if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
+			free(q);
+	}
+	if (x->x != x->inl)
+		free(x->x);
+	x->x = x->inl;
+	x->n = 0;
+}
+
+int loom_x_end(struct loom_xctx *x)
+{
+	int rc = x->status ? x->status : loom_x_wait(x, -1);
+	loom_x_abandon(x);
+	return rc;
+}
+
+static void append_ranks(char *out, size_t cap, const struct loom_comm *c, const int *r, int n)
+{
+	size_t len = strlen(out);
+	int i;
+	for (i = 0; i < n && len + 24 < cap; i++) {
+		if (c->is_world)
+			len += (size_t)snprintf(out + len, cap - len, "%s%d", i ? "," : "", r[i]);
+		else
+			len += (size_t)snprintf(out + len, cap - len, "%s%d (world %d)", i ? "," : "",
+						r[i], c->wrank[r[i]]);
+	}
+}
+
+/* One line: comm, op, sequence number, and the ranks that never arrived
+ * (asked over TCP: which operation has each rank entered on this comm). */
+/* Which ranks of q have not entered operation seq? (asked over TCP: each
+ * rank's engine answers with the sequence number it has entered on q).
+ * Fills late[] and mute[] (no answer); returns 0 when it could not ask. */
+static int ask_late(struct loom_comm *q, uint64_t seq, int *late, int *nl, int *mute, int *nm)
+{
+	struct loom_bell *bell = loom_comm_bell(q);
+	double until = loom_now() + 1.0;
+	int i, nq = 0;
+	*nl = *nm = 0;
+	if (!q->w->eng || q->size < 2 || !q->status_rep)
+		return 0;
+	for (i = 0; i < q->size; i++)
+		atomic_store(&q->status_rep[i], -2);
+	for (i = 0; i < q->size; i++)
+		if (i != q->rank && !loom_tcp_peer_gone(q->w, q->wrank[i])) {
+			loom_tcp_control(q->w, q->wrank[i], CTL_STATUS_REQ, q->ctx, (int64_t)seq);
+			nq++;
+		}
+	while (nq && loom_now() < until) {
+		uint32_t seen = atomic_load(&bell->seq);
+		int got = 0;
+		for (i = 0; i < q->size; i++)
+			if (i != q->rank && atomic_load(&q->status_rep[i]) != -2)
+				got++;
+		if (got >= nq)
+			break;
+		loom_bell_wait(bell, seen, 0.05);
+	}
+	for (i = 0; i < q->size; i++) {
+		int64_t v;
+		if (i == q->rank)
+			continue;
+		v = atomic_load(&q->status_rep[i]);
+		if (v == -2)
+			mute[(*nm)++] = i;
+		else if (v < (int64_t)seq)
+			late[(*nl)++] = i;
+	}
+	return 1;
+}
+
+/* One line: communicator, operation, sequence number, and the ranks that
+ * never arrived (in the user's communicator; for the inner steps of a
+ * hierarchical collective, the inner communicator's ranks otherwise). */
+void loom_report_timeout(struct loom_comm *c, const char *opname, uint64_t seq, double waited,
+			 const int *waiting, int nwaiting, struct loom_comm *top, uint64_t topseq)
+{
+	char line[640] = "";
+	struct loom_comm *q = top ? top : c;
+	uint64_t qseq = top ? topseq : seq;
+	int n = c->size > q->size ? c->size : q->size;
+	int *late = calloc((size_t)n + 1, sizeof *late), nl = 0;
+	int *mute = calloc((size_t)n + 1, sizeof *mute), nm = 0;
+	if (late && mute)
+		ask_late(q, qseq, late, &nl, mute, &nm);
+	if (nl) {
+		snprintf(line, sizeof line, "rank%s ", nl > 1 ? "s" : "");
+		append_ranks(line, sizeof line, q, late, nl);
+		strncat(line, " never arrived", sizeof line - strlen(line) - 1);
+	} else if (nwaiting) {
+		snprintf(line, sizeof line, "all ranks arrived; %s rank%s ", c->name, nwaiting > 1 ? "s" : "");
+		append_ranks(line, sizeof line, c, waiting, nwaiting);
+		strncat(line, " did not send in time", sizeof line - strlen(line) - 1);
+	} else {
+		snprintf(line, sizeof line, "all ranks arrived; still sending");
+	}
+	if (nm) {
+		strncat(line, "; no answer from ", sizeof line - strlen(line) - 1);
+		append_ranks(line, sizeof line, q, mute, nm);
+	}
+	if (q != c)
+		LOOM_ERR("timeout: comm %s op %s seq %llu (in %s) after %.1f s: %s", q->name, opname,
+			 (unsigned long long)qseq, c->name, waited, line);
+	else
+		LOOM_ERR("timeout: comm %s op %s seq %llu after %.1f s: %s", c->name, opname,
+			 (unsigned long long)seq, waited, line);
+	free(late);
+	free(mute);
+}

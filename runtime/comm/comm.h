@@ -1,0 +1,117 @@
+/* runtime/comm/comm.h: the world and communicator objects, the operation
+ * descriptor and the backend interface every backend implements (native,
+ * mpi, nccl), and what the algorithms and the engine need of a
+ * communicator (comm_core.c). */
+#ifndef LOOM_COMM_COMM_H
+#define LOOM_COMM_COMM_H
+
+#include "transport/transport.h"
+
+/* ---- the world ---- */
+enum { LOOM_TR_AUTO = 0, LOOM_TR_SHM, LOOM_TR_TCP };
+struct loom_world {
+	int rank, size;
+	uint64_t nonce;           /* the same on every rank; names shm segments */
+	int nnodes;
+	int *node_of;             /* world rank -> node index (first-appearance order) */
+	char (*nodename)[64];     /* world rank -> node name */
+	int *pid;                 /* world rank -> pid */
+	int transport;            /* LOOM_TR_* */
+	double timeout;
+	int check;
+	struct loom_engine *eng;
+	pthread_mutex_t comms_lock;
+	struct loom_comm *comms;  /* every live communicator, for the engine */
+	int pmix;
+	const char *how;          /* "pmix", "env", "single" */
+};
+
+enum { LOOM_OP_ALLREDUCE = 1, LOOM_OP_BCAST, LOOM_OP_REDUCE, LOOM_OP_ALLGATHER,
+       LOOM_OP_REDUCE_SCATTER, LOOM_OP_ALLTOALL, LOOM_OP_BARRIER };
+struct loom_opdesc {
+	int kind;
+	const void *s;
+	void *r;
+	size_t count;
+	loom_dtype_t dt;
+	loom_op_t op;
+	int root;
+};
+/* ---- the backend interface: native, mpi and nccl are instances of it ----
+ * The public layer (coll.c, progress.c, comm.c, init.c) checks the
+ * arguments, builds one operation descriptor, counts metrics for blocking
+ * and non-blocking calls alike, then calls these. A request a backend
+ * returns is a loom_request_t: the native ones of progress.c, or its own
+ * state wrapped by loom_req_wrap (then wait/test get that state back and
+ * free it once complete). */
+struct loom_opdesc;
+struct loom_backend {
+	const char *name;
+	int (*world)(struct loom_comm **world);
+	/* one collective, arguments already validated; req NULL: blocking */
+	int (*coll)(struct loom_comm *, const struct loom_opdesc *, loom_request_t **req);
+	/* point to point, arguments already validated; req NULL: blocking */
+	int (*p2p)(struct loom_comm *, int is_send, void *buf, size_t count, loom_dtype_t dt,
+		   int peer, loom_request_t **req);
+	int (*wait)(void *impl);
+	int (*test)(void *impl, int *done);
+	int (*split)(struct loom_comm *, int color, int key, struct loom_comm **);
+	int (*dup)(struct loom_comm *, struct loom_comm **);
+	int (*free)(struct loom_comm *);
+	int (*abort)(struct loom_comm *);
+	int (*finalize)(struct loom_comm *world);
+	int (*set_stream)(struct loom_comm *, void *stream);  /* NULL: unsupported */
+};
+
+/* ---- communicators ---- */
+struct loom_nbq;
+struct loom_comm {
+	struct loom_world *w;
+	const struct loom_backend *be;
+	uint64_t ctx;
+	int rank, size;
+	int *wrank;               /* comm rank -> world rank */
+	int local_rank, local_size;
+	int *local_idx;           /* comm rank -> index among my node's members, -1 elsewhere */
+	int *local_members;       /* local index -> comm rank */
+	int nnodes;               /* distinct nodes among members */
+	int *node_pos;            /* comm rank -> node position in this comm (0..nnodes-1) */
+	int *leaders;             /* node position -> comm rank of its first member */
+	int max_local;            /* most members on one node */
+	char name[64];
+	double timeout;
+	int check;
+	int internal;             /* node/leader sub-communicator */
+	_Atomic uint64_t seq;     /* collectives entered */
+	uint64_t nsplit;
+	_Atomic int failed;       /* 0, or the status every later op returns */
+	pthread_mutex_t exec;     /* one collective at a time */
+	struct loom_shm *shm;
+	struct loom_bell pbell;   /* bell when there is no shm */
+	struct loom_comm *nodec, *leaderc;
+	pthread_mutex_t p2p_lock;
+	uint64_t *p2p_sent, *p2p_rcvd;
+	struct loom_nbq *nbq;
+	_Atomic int64_t *status_rep;  /* timeout diagnosis: peers' entered seq */
+	struct loom_comm *next;       /* world->comms */
+	struct loom_comm *parent;     /* freed with the world */
+	int is_world;
+	void *impl;                   /* other backends' own state */
+	struct loom_metrics *metrics;  /* made at the first public operation */
+};
+
+struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,
+				   int myrank, const char *name);
+void loom_comm_destroy(struct loom_comm *c);
+int loom_comm_ensure_hier(struct loom_comm *c);
+struct loom_comm *loom_comm_find(struct loom_world *w, uint64_t ctx); /* comms_lock held */
+struct loom_bell *loom_comm_bell(struct loom_comm *c);
+uint64_t loom_op_enter(struct loom_comm *c);  /* start an operation: its seq */
+/* engine hooks (comm_core.c) */
+void loom_comms_peer_lost(struct loom_world *w, int peer, int status);
+int64_t loom_comms_control(struct loom_world *w, int from, int type, uint64_t ctx, int64_t aux);
+int loom_comm_uses_shm(const struct loom_comm *c, int peer);
+
+int loom_comm_max_local(const struct loom_comm *c);
+
+#endif

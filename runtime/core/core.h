@@ -1,0 +1,39 @@
+/* runtime/core/core.h: the native backend's execution: one operation at
+ * a time per communicator and the non-blocking queue (op.c), requests and
+ * loom_wait/loom_test (progress.c), the native split/dup/free/abort
+ * (comm_native.c). */
+#ifndef LOOM_CORE_CORE_H
+#define LOOM_CORE_CORE_H
+
+#include "coll/coll.h"
+
+/* ---- op.c: how the native backend runs one operation ---- */
+const char *loom_opdesc_name(int kind);
+int loom_op_validate(const struct loom_comm *c, const struct loom_opdesc *d);
+int loom_op_run(struct loom_comm *c, const struct loom_opdesc *d);  /* exec held */
+/* the native backend's entries (coll.c, progress.c, comm.c, init.c) */
+int loom_native_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req);
+int loom_nbq_post(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req);
+void loom_nbq_drain(struct loom_comm *c);
+void loom_nbq_stop(struct loom_comm *c);
+void loom_native_destroy(struct loom_comm *c);  /* its queue, then the communicator */
+int loom_native_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
+		    int peer, loom_request_t **req);
+int loom_native_split(struct loom_comm *c, int color, int key, struct loom_comm **out);
+int loom_native_dup(struct loom_comm *c, struct loom_comm **out);
+int loom_native_free(struct loom_comm *c);
+int loom_native_abort(struct loom_comm *c);
+
+/* ---- progress.c: requests ---- */
+loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl);
+loom_request_t *loom_req_coll(struct loom_comm *c, const struct loom_opdesc *d);
+loom_request_t *loom_req_next(loom_request_t *q);
+void loom_req_set_next(loom_request_t *q, loom_request_t *next);
+const struct loom_opdesc *loom_req_desc(const loom_request_t *q);
+void loom_req_finish(loom_request_t *q, int status);
+/* Count q's operation (enum loom_metric_op) on c when it completes. */
+void loom_req_meter(loom_request_t *q, struct loom_comm *c, int metric, size_t bytes, double t0);
+/* Count a public operation that ended with rc; returns rc. */
+int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, int rc);
+
+#endif

@@ -1,0 +1,75 @@
+/* runtime/transport/transport.h: bytes between processes: the world-wide
+ * TCP engine (its own thread) and the per-communicator shared-memory
+ * rings. Reads the world and communicator tables (comm/comm.h) as data;
+ * reports upward only through the hooks it is given. */
+#ifndef LOOM_TRANSPORT_TRANSPORT_H
+#define LOOM_TRANSPORT_TRANSPORT_H
+
+#include "util/util.h"
+
+struct loom_world;
+struct loom_comm;
+
+/* ---- transport_tcp.c: the engine ---- */
+enum { TREQ_SEND = 1, TREQ_RECV = 2 };
+struct loom_treq {
+	int kind;
+	int peer;               /* world rank */
+	uint64_t ctx, tag;
+	char *buf;
+	size_t len;             /* send: bytes; recv: expected bytes */
+	size_t off;
+	int status;
+	_Atomic int done;
+	struct loom_bell *bell; /* rung on completion */
+	struct loom_treq *next;
+	int owned;              /* engine frees it (control messages) */
+	unsigned char hdr[48];  /* send: wire header */
+};
+struct loom_engine;
+struct loom_world;
+/* What the engine reports upward, to the communicators: a peer's
+ * connection lost (every communicator with it fails with status), and a
+ * control message for communicator ctx (CTL_STATUS_REQ: returns the
+ * operations it has entered, for the engine's reply; else -1). */
+struct loom_engine_hooks {
+	void (*peer_lost)(struct loom_world *w, int peer, int status);
+	int64_t (*control)(struct loom_world *w, int from, int type, uint64_t ctx, int64_t aux);
+};
+int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds,
+		       const struct loom_engine_hooks *hooks);
+void loom_engine_destroy(struct loom_world *w);
+void loom_tcp_post(struct loom_world *w, struct loom_treq *r);
+/* Take r back before completion; after it returns the engine no longer
+ * touches r or its buffer. */
+void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r);
+enum { CTL_ABORT = 2, CTL_STATUS_REQ = 3, CTL_STATUS_REP = 4, CTL_BYE = 5 };
+void loom_tcp_control(struct loom_world *w, int peer, int type, uint64_t ctx, int64_t a);
+int loom_tcp_peer_gone(struct loom_world *w, int peer);
+
+/* one transfer of an operation (xfer.c starts them; the shm rings and
+ * the engine move their bytes) */
+enum { XSEND = 1, XRECV, XRECV_REDUCE };
+struct loom_xreq {
+	int kind, peer;           /* peer: comm rank */
+	char *buf;
+	size_t len, off;
+	loom_dtype_t dt;
+	loom_op_t op;
+	int shm;
+	int done, status;
+	int nseg, segdone;
+	struct loom_treq *segs;
+	char *tmp;
+};
+/* ---- transport_shm.c ---- */
+struct loom_shm;
+int loom_shm_attach(struct loom_comm *c);   /* when c has >1 local member and shm allowed */
+void loom_shm_detach(struct loom_comm *c);
+/* Move bytes on the ring to/from local member peer_l; return bytes moved
+ * this call (0: nothing possible now), or a negative status. */
+int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag);
+struct loom_bell *loom_shm_bell(struct loom_comm *c);
+int loom_shm_peer_pid(struct loom_comm *c, int local_idx);
+
+#endif

@@ -1,0 +1,673 @@
+/* runtime/transport/transport_tcp.c: the TCP transport. One connection per pair of
+ * world ranks, non-blocking, driven by one engine thread per process
+ * (poll), which also answers control messages (abort, timeout diagnosis)
+ * while the application computes. Messages carry (communicator context,
+ * tag) and are matched in FIFO order per sender; a message with no posted
+ * receive is kept (eagerly) until one is posted. A sender also writes
+ * directly when its queue is empty, so small messages skip the thread.
+ *
+ * Wire: 40-byte header {magic, type, ctx, tag, len, aux} then len bytes. */
+#include "comm/comm.h"  /* the world and communicator tables, read as data */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define WIRE_MAGIC 0x4c4f4f4du
+#define HDR_LEN 40
+#define T_DATA 1
+#define BURST (8u << 20)
+
+struct umsg {
+	uint64_t ctx, tag;
+	char *buf;
+	size_t len;
+	struct umsg *next;
+};
+
+struct peer {
+	int fd;
+	int bye;              /* said goodbye */
+	int gone;             /* connection closed */
+	struct loom_treq *sq, *sq_tail;
+	size_t shoff;         /* header bytes of sq sent */
+	unsigned char rh[HDR_LEN];
+	size_t rhoff;
+	int rstate;           /* 0: header; 1: payload */
+	struct loom_treq *rt; /* payload goes to a posted receive... */
+	struct umsg *ru;      /* ...or is kept */
+	size_t rleft, rpos;   /* rt == ru == NULL: discard rleft bytes */
+	struct loom_treq *posted, *posted_tail;
+	struct umsg *unexp, *unexp_tail;
+};
+
+struct loom_engine {
+	pthread_mutex_t lock;
+	pthread_t thr;
+	int have_thr;
+	int evfd;
+	int stop;
+	int listen_fd;
+	int n, self;
+	struct peer *p;
+	struct loom_world *w;
+	const struct loom_engine_hooks *hooks;
+	char scratch[65536];
+};
+
+struct wire {
+	uint32_t magic, type;
+	uint64_t ctx, tag, len;
+	int64_t aux;
+};
+
+static void complete(struct loom_treq *r, int status)
+{
+	r->status = status;
+	if (r->owned) {
+		if (r->owned == 2)
+			free(r->buf);
+		free(r);
+		return;
+	}
+	atomic_store(&r->done, 1);
+	if (r->bell)
+		loom_bell_ring(r->bell);
+}
+
+static void wake_engine(struct loom_engine *e)
+{
+	uint64_t one = 1;
+	if (e->have_thr && write(e->evfd, &one, sizeof one) < 0) {
+		/* the counter is full: the engine is awake anyway */
+	}
+}
+
+static void peer_lost(struct loom_engine *e, int i, const char *why)
+{
+	struct peer *p = &e->p[i];
+	struct loom_treq *r, *nx;
+	if (p->gone)
+		return;
+	p->gone = 1;
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	if (!p->bye)
+		LOOM_ERR("rank %d lost: %s", i, why);
+	else
+		LOOM_TRACE("rank %d closed its connection after goodbye", i);
+	for (r = p->sq; r; r = nx) {
+		nx = r->next;
+		complete(r, LOOM_ERR_PEER_LOST);
+	}
+	p->sq = p->sq_tail = NULL;
+	for (r = p->posted; r; r = nx) {
+		nx = r->next;
+		complete(r, LOOM_ERR_PEER_LOST);
+	}
+	p->posted = p->posted_tail = NULL;
+	if (p->rstate == 1 && p->rt)
+		complete(p->rt, LOOM_ERR_PEER_LOST);
+	if (p->ru) {
+		free(p->ru->buf);
+		free(p->ru);
+	}
+	p->rt = NULL;
+	p->ru = NULL;
+	p->rstate = 0;
+	if (!p->bye)
+		e->hooks->peer_lost(e->w, i, LOOM_ERR_PEER_LOST);
+}
+
+static void pack(struct loom_treq *r, uint32_t type, int64_t aux)
+{
+	struct wire h = { WIRE_MAGIC, type, r->ctx, r->tag, r->len, aux };
+	memcpy(r->hdr, &h, HDR_LEN);
+}
+
+/* a posted receive for (ctx, tag) from p, removed from the list */
+static struct loom_treq *take_posted(struct peer *p, uint64_t ctx, uint64_t tag)
+{
+	struct loom_treq *r, *prev = NULL;
+	for (r = p->posted; r; prev = r, r = r->next) {
+		if (r->ctx == ctx && r->tag == tag) {
+			if (prev)
+				prev->next = r->next;
+			else
+				p->posted = r->next;
+			if (p->posted_tail == r)
+				p->posted_tail = prev;
+			r->next = NULL;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static void deliver_kept(struct loom_treq *r, struct umsg *u)
+{
+	if (u->len != r->len) {
+		LOOM_ERR("message of %zu bytes where %zu were expected (ranks out of step?)",
+			 u->len, r->len);
+		complete(r, LOOM_ERR_MISMATCH);
+	} else {
+		if (u->len)
+			memcpy(r->buf, u->buf, u->len);
+		complete(r, LOOM_SUCCESS);
+	}
+	free(u->buf);
+	free(u);
+}
+
+static void keep(struct peer *p, struct umsg *u)
+{
+	struct loom_treq *r = take_posted(p, u->ctx, u->tag);
+	if (r) {
+		deliver_kept(r, u);
+		return;
+	}
+	u->next = NULL;
+	if (p->unexp_tail)
+		p->unexp_tail->next = u;
+	else
+		p->unexp = u;
+	p->unexp_tail = u;
+}
+
+static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r);
+
+static void control(struct loom_engine *e, int from, const struct wire *h)
+{
+	int64_t entered;
+	if (h->type == CTL_BYE) {
+		e->p[from].bye = 1;
+		return;
+	}
+	entered = e->hooks->control(e->w, from, (int)h->type, h->ctx, h->aux);
+	if (h->type == CTL_STATUS_REQ) {
+		struct loom_treq *r = calloc(1, sizeof *r);
+		if (!r)
+			return;
+		r->kind = TREQ_SEND;
+		r->peer = from;
+		r->ctx = h->ctx;
+		r->owned = 1;
+		pack(r, CTL_STATUS_REP, entered);
+		enqueue_send(e, from, r);
+	}
+}
+
+/* read what is there from peer i; 0, or -1 when the peer went away */
+static int do_read(struct loom_engine *e, int i)
+{
+	struct peer *p = &e->p[i];
+	size_t budget = BURST;
+	while (!p->gone && budget) {
+		ssize_t n;
+		if (p->rstate == 0) {
+			n = recv(p->fd, p->rh + p->rhoff, HDR_LEN - p->rhoff, 0);
+		} else {
+			char *dst;
+			size_t want = p->rleft;
+			if (p->rt)
+				dst = p->rt->buf + p->rpos;
+			else if (p->ru)
+				dst = p->ru->buf + p->rpos;
+			else {
+				dst = e->scratch;
+				if (want > sizeof e->scratch)
+					want = sizeof e->scratch;
+			}
+			if (want > budget)
+				want = budget;
+			n = recv(p->fd, dst, want, 0);
+		}
+		if (n == 0) {
+			peer_lost(e, i, "connection closed (process exited or was killed)");
+			return -1;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			if (errno == EINTR)
+				continue;
+			peer_lost(e, i, strerror(errno));
+			return -1;
+		}
+		budget -= (size_t)n < budget ? (size_t)n : budget;
+		if (p->rstate == 0) {
+			struct wire h;
+			p->rhoff += (size_t)n;
+			if (p->rhoff < HDR_LEN)
+				continue;
+			p->rhoff = 0;
+			memcpy(&h, p->rh, HDR_LEN);
+			if (h.magic != WIRE_MAGIC) {
+				peer_lost(e, i, "garbage on the connection");
+				return -1;
+			}
+			if (h.type != T_DATA) {
+				control(e, i, &h);
+				continue;
+			}
+			p->rt = take_posted(p, h.ctx, h.tag);
+			p->ru = NULL;
+			if (p->rt && p->rt->len != h.len) {
+				LOOM_ERR("rank %d sent %llu bytes where %zu were expected (ranks out of step?)",
+					 i, (unsigned long long)h.len, p->rt->len);
+				complete(p->rt, LOOM_ERR_MISMATCH);
+				p->rt = NULL;
+			} else if (!p->rt) {
+				p->ru = calloc(1, sizeof *p->ru);
+				if (p->ru)
+					p->ru->buf = malloc(h.len ? h.len : 1);
+				if (!p->ru || !p->ru->buf) {
+					peer_lost(e, i, "out of memory for an early message");
+					return -1;
+				}
+				p->ru->ctx = h.ctx;
+				p->ru->tag = h.tag;
+				p->ru->len = h.len;
+			}
+			p->rleft = h.len;
+			p->rpos = 0;
+			p->rstate = 1;
+		} else {
+			p->rleft -= (size_t)n;
+			p->rpos += (size_t)n;
+		}
+		if (p->rstate == 1 && p->rleft == 0) {
+			p->rstate = 0;
+			if (p->rt)
+				complete(p->rt, LOOM_SUCCESS);
+			else if (p->ru)
+				keep(p, p->ru);
+			p->rt = NULL;
+			p->ru = NULL;
+		}
+	}
+	return 0;
+}
+
+static int do_write(struct loom_engine *e, int i)
+{
+	struct peer *p = &e->p[i];
+	size_t budget = BURST;
+	while (p->sq && !p->gone && budget) {
+		struct loom_treq *r = p->sq;
+		struct iovec iov[2];
+		struct msghdr m;
+		int k = 0;
+		ssize_t n;
+		memset(&m, 0, sizeof m);
+		if (p->shoff < HDR_LEN) {
+			iov[k].iov_base = r->hdr + p->shoff;
+			iov[k++].iov_len = HDR_LEN - p->shoff;
+		}
+		if (r->len > r->off) {
+			size_t l = r->len - r->off;
+			iov[k].iov_base = r->buf + r->off;
+			iov[k++].iov_len = l < budget ? l : budget;
+		}
+		m.msg_iov = iov;
+		m.msg_iovlen = (size_t)k;
+		n = sendmsg(p->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			if (errno == EINTR)
+				continue;
+			peer_lost(e, i, strerror(errno));
+			return -1;
+		}
+		budget -= (size_t)n < budget ? (size_t)n : budget;
+		if (p->shoff < HDR_LEN) {
+			size_t h = HDR_LEN - p->shoff;
+			if ((size_t)n < h) {
+				p->shoff += (size_t)n;
+				continue;
+			}
+			p->shoff = HDR_LEN;
+			n -= (ssize_t)h;
+		}
+		r->off += (size_t)n;
+		if (r->off == r->len) {
+			p->sq = r->next;
+			if (!p->sq)
+				p->sq_tail = NULL;
+			p->shoff = 0;
+			r->next = NULL;
+			complete(r, LOOM_SUCCESS);
+		}
+	}
+	return 0;
+}
+
+static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
+{
+	struct peer *p = &e->p[i];
+	int was_empty = p->sq == NULL;
+	r->off = 0;
+	r->next = NULL;
+	if (p->gone) {
+		complete(r, LOOM_ERR_PEER_LOST);
+		return;
+	}
+	if (p->sq_tail)
+		p->sq_tail->next = r;
+	else
+		p->sq = r;
+	p->sq_tail = r;
+	if (was_empty) {
+		do_write(e, i);
+		if (p->sq)
+			wake_engine(e);
+	}
+}
+
+void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
+{
+	struct loom_engine *e = w->eng;
+	struct peer *p = &e->p[r->peer];
+	atomic_store(&r->done, 0);
+	r->status = 0;
+	r->next = NULL;
+	r->off = 0;
+	pthread_mutex_lock(&e->lock);
+	if (r->kind == TREQ_SEND) {
+		pack(r, T_DATA, 0);
+		if (r->peer == e->self) {
+			struct umsg *u = calloc(1, sizeof *u);
+			if (u)
+				u->buf = malloc(r->len ? r->len : 1);
+			if (!u || !u->buf) {
+				free(u);
+				complete(r, LOOM_ERR_NOMEM);
+			} else {
+				u->ctx = r->ctx;
+				u->tag = r->tag;
+				u->len = r->len;
+				if (r->len)
+					memcpy(u->buf, r->buf, r->len);
+				keep(p, u);
+				complete(r, LOOM_SUCCESS);
+			}
+		} else {
+			enqueue_send(e, r->peer, r);
+		}
+	} else {
+		struct umsg *u, *prev = NULL;
+		for (u = p->unexp; u; prev = u, u = u->next)
+			if (u->ctx == r->ctx && u->tag == r->tag)
+				break;
+		if (u) {
+			if (prev)
+				prev->next = u->next;
+			else
+				p->unexp = u->next;
+			if (p->unexp_tail == u)
+				p->unexp_tail = prev;
+			deliver_kept(r, u);
+		} else if (p->gone) {
+			complete(r, LOOM_ERR_PEER_LOST);
+		} else {
+			if (p->posted_tail)
+				p->posted_tail->next = r;
+			else
+				p->posted = r;
+			p->posted_tail = r;
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r)
+{
+	struct loom_engine *e = w->eng;
+	struct peer *p = &e->p[r->peer];
+	struct loom_treq *q, *prev = NULL;
+	pthread_mutex_lock(&e->lock);
+	if (atomic_load(&r->done)) {
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
+	if (r->kind == TREQ_SEND) {
+		for (q = p->sq; q && q != r; prev = q, q = q->next)
+			;
+		if (q && q == p->sq && (p->shoff > 0 || r->off > 0)) {
+			/* half on the wire: finish it from a copy, keeping the stream whole */
+			struct loom_treq *cl = malloc(sizeof *cl);
+			char *b = malloc(r->len ? r->len : 1);
+			if (cl && b) {
+				*cl = *r;
+				memcpy(b, r->buf, r->len);
+				cl->buf = b;
+				cl->owned = 2;
+				cl->bell = NULL;
+				p->sq = cl;
+				if (p->sq_tail == r)
+					p->sq_tail = cl;
+			} else {
+				free(cl);
+				free(b);
+				peer_lost(e, r->peer, "out of memory while cancelling");
+			}
+		} else if (q) {
+			if (prev)
+				prev->next = r->next;
+			else
+				p->sq = r->next;
+			if (p->sq_tail == r)
+				p->sq_tail = prev;
+		}
+	} else {
+		for (q = p->posted; q && q != r; prev = q, q = q->next)
+			;
+		if (q) {
+			if (prev)
+				prev->next = r->next;
+			else
+				p->posted = r->next;
+			if (p->posted_tail == r)
+				p->posted_tail = prev;
+		}
+		if (p->rstate == 1 && p->rt == r)
+			p->rt = NULL;   /* the rest of the payload is discarded */
+	}
+	r->status = LOOM_ERR_TIMEOUT;
+	atomic_store(&r->done, 1);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void loom_tcp_control(struct loom_world *w, int peer, int type, uint64_t ctx, int64_t a)
+{
+	struct loom_engine *e = w->eng;
+	struct loom_treq *r;
+	if (!e || peer == e->self)
+		return;
+	r = calloc(1, sizeof *r);
+	if (!r)
+		return;
+	r->kind = TREQ_SEND;
+	r->peer = peer;
+	r->ctx = ctx;
+	r->owned = 1;
+	pack(r, (uint32_t)type, a);
+	pthread_mutex_lock(&e->lock);
+	enqueue_send(e, peer, r);
+	pthread_mutex_unlock(&e->lock);
+}
+
+int loom_tcp_peer_gone(struct loom_world *w, int peer)
+{
+	struct loom_engine *e = w->eng;
+	int g;
+	if (!e || peer == e->self)
+		return 0;
+	pthread_mutex_lock(&e->lock);
+	g = e->p[peer].gone;
+	pthread_mutex_unlock(&e->lock);
+	return g;
+}
+
+static void *engine_main(void *arg)
+{
+	struct loom_engine *e = arg;
+	struct pollfd *pf = calloc((size_t)e->n + 1, sizeof *pf);
+	int *who = calloc((size_t)e->n + 1, sizeof *who);
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (!pf || !who) {
+		LOOM_ERR("engine: out of memory");
+		free(pf);
+		free(who);
+		return NULL;
+	}
+	pthread_mutex_lock(&e->lock);
+	while (!e->stop) {
+		int n = 0, i, k;
+		pf[n].fd = e->evfd;
+		pf[n].events = POLLIN;
+		who[n++] = -1;
+		for (i = 0; i < e->n; i++) {
+			if (i == e->self || e->p[i].gone)
+				continue;
+			pf[n].fd = e->p[i].fd;
+			pf[n].events = POLLIN | (e->p[i].sq ? POLLOUT : 0);
+			who[n++] = i;
+		}
+		pthread_mutex_unlock(&e->lock);
+		k = poll(pf, (nfds_t)n, 500);
+		pthread_mutex_lock(&e->lock);
+		if (k <= 0)
+			continue;
+		if (pf[0].revents) {
+			uint64_t v;
+			if (read(e->evfd, &v, sizeof v) < 0) {
+				/* nothing to drain */
+			}
+		}
+		for (i = 1; i < n; i++) {
+			int pi = who[i];
+			if (e->p[pi].gone || !pf[i].revents)
+				continue;
+			if (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
+				if (do_read(e, pi) < 0)
+					continue;
+			if (e->p[pi].sq)
+				do_write(e, pi);
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+	free(pf);
+	free(who);
+	return NULL;
+}
+
+int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds,
+		       const struct loom_engine_hooks *hooks)
+{
+	struct loom_engine *e = calloc(1, sizeof *e);
+	int i;
+	if (!e)
+		return LOOM_ERR_NOMEM;
+	e->p = calloc((size_t)w->size, sizeof *e->p);
+	if (!e->p) {
+		free(e);
+		return LOOM_ERR_NOMEM;
+	}
+	pthread_mutex_init(&e->lock, NULL);
+	e->n = w->size;
+	e->hooks = hooks;
+	e->self = w->rank;
+	e->w = w;
+	e->listen_fd = listen_fd;
+	e->evfd = -1;
+	for (i = 0; i < e->n; i++) {
+		e->p[i].fd = peer_fds ? peer_fds[i] : -1;
+		if (i != e->self && e->p[i].fd >= 0)
+			fcntl(e->p[i].fd, F_SETFL, fcntl(e->p[i].fd, F_GETFL) | O_NONBLOCK);
+	}
+	w->eng = e;
+	if (w->size > 1) {
+		e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (e->evfd < 0 || pthread_create(&e->thr, NULL, engine_main, e) != 0) {
+			LOOM_ERR("cannot start the progress thread: %s", strerror(errno));
+			return LOOM_ERR_SYSTEM;
+		}
+		e->have_thr = 1;
+	}
+	return LOOM_SUCCESS;
+}
+
+void loom_engine_destroy(struct loom_world *w)
+{
+	struct loom_engine *e = w->eng;
+	int i;
+	double until;
+	if (!e)
+		return;
+	for (i = 0; i < e->n; i++)
+		if (i != e->self)
+			loom_tcp_control(w, i, CTL_BYE, 0, 0);
+	/* let queued messages drain (bounded) */
+	until = loom_now() + 5.0;
+	for (;;) {
+		int busy = 0;
+		pthread_mutex_lock(&e->lock);
+		for (i = 0; i < e->n; i++)
+			if (e->p[i].sq && !e->p[i].gone)
+				busy = 1;
+		pthread_mutex_unlock(&e->lock);
+		if (!busy || loom_now() > until)
+			break;
+		usleep(1000);
+	}
+	pthread_mutex_lock(&e->lock);
+	e->stop = 1;
+	pthread_mutex_unlock(&e->lock);
+	if (e->have_thr) {
+		wake_engine(e);
+		pthread_join(e->thr, NULL);
+	}
+	for (i = 0; i < e->n; i++) {
+		struct peer *p = &e->p[i];
+		struct umsg *u, *nu;
+		struct loom_treq *r, *nr;
+		p->bye = 1;
+		if (p->fd >= 0 && i != e->self) {
+			shutdown(p->fd, SHUT_WR);
+			close(p->fd);
+		}
+		for (r = p->sq; r; r = nr) {
+			nr = r->next;
+			complete(r, LOOM_ERR_PEER_LOST);
+		}
+		for (u = p->unexp; u; u = nu) {
+			nu = u->next;
+			free(u->buf);
+			free(u);
+		}
+		if (p->ru) {
+			free(p->ru->buf);
+			free(p->ru);
+		}
+	}
+	if (e->evfd >= 0)
+		close(e->evfd);
+	if (e->listen_fd >= 0)
+		close(e->listen_fd);
+	pthread_mutex_destroy(&e->lock);
+	free(e->p);
+	free(e);
+	w->eng = NULL;
+}

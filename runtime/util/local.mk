@@ -1,0 +1,8 @@
+# runtime/util/: logging, time and environment, futex bells, reduction
+# kernels, status texts
+runtime_libloom_core_la_SOURCES += runtime/util/util.h runtime/util/error.c \
+	runtime/util/log.c runtime/util/sync.c runtime/util/reduce_ops.c
+check_PROGRAMS += runtime/test/reduce_ops
+runtime_test_reduce_ops_SOURCES = runtime/test/reduce_ops.c
+runtime_test_reduce_ops_LDADD = runtime/libloom_core.la -lm
+TESTS += runtime/test/reduce_ops

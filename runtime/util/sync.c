@@ -1,0 +1,62 @@
+/* runtime/util/sync.c: monotonic time, environment numbers, and bells (a futex
+ * counter: waiters spin briefly elsewhere, then sleep here; works across
+ * processes when the bell lives in shared memory). */
+#include "util/util.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+double loom_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double loom_env_double(const char *name, double dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	double d;
+	if (!v || !*v)
+		return dflt;
+	d = strtod(v, &end);
+	if (*end || d != d) {
+		LOOM_WARN("%s=%s is not a number; using %g", name, v, dflt);
+		return dflt;
+	}
+	return d;
+}
+
+uint64_t loom_mix64(uint64_t a, uint64_t b)
+{
+	/* splitmix64 finaliser over a combination of both */
+	uint64_t z = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2));
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+void loom_bell_ring(struct loom_bell *b)
+{
+	atomic_fetch_add_explicit(&b->seq, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&b->waiters, memory_order_seq_cst))
+		syscall(SYS_futex, &b->seq, FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+}
+
+void loom_bell_wait(struct loom_bell *b, uint32_t seen, double timeout_s)
+{
+	struct timespec ts;
+	if (timeout_s <= 0)
+		return;
+	ts.tv_sec = (time_t)timeout_s;
+	ts.tv_nsec = (long)((timeout_s - (double)ts.tv_sec) * 1e9);
+	atomic_fetch_add_explicit(&b->waiters, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&b->seq, memory_order_seq_cst) == seen)
+		syscall(SYS_futex, &b->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
+	atomic_fetch_sub_explicit(&b->waiters, 1, memory_order_seq_cst);
+}

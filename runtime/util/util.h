@@ -1,0 +1,56 @@
+/* runtime/util/util.h: logging, time and environment, futex bells, the
+ * reduction kernels. Below everything else; knows no communicator. */
+#ifndef LOOM_UTIL_UTIL_H
+#define LOOM_UTIL_UTIL_H
+
+#include "config.h"
+#include "loom.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+
+/* ---- log.c ---- */
+enum { LOOM_LOG_ERROR = 0, LOOM_LOG_WARN, LOOM_LOG_INFO, LOOM_LOG_TRACE };
+extern int loom_log_level_v;
+void loom_log_init(void);
+void loom_log_identity(int rank, int size, const char *node);
+void loom_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define LOOM_ERR(...) loom_log(LOOM_LOG_ERROR, __VA_ARGS__)
+#define LOOM_WARN(...) loom_log(LOOM_LOG_WARN, __VA_ARGS__)
+#define LOOM_INFO(...) do { if (loom_log_level_v >= LOOM_LOG_INFO) loom_log(LOOM_LOG_INFO, __VA_ARGS__); } while (0)
+#define LOOM_TRACE(...) do { if (loom_log_level_v >= LOOM_LOG_TRACE) loom_log(LOOM_LOG_TRACE, __VA_ARGS__); } while (0)
+
+/* ---- sync.c: time, environment, futex bells ---- */
+double loom_now(void);  /* monotonic seconds */
+double loom_env_double(const char *name, double dflt);
+uint64_t loom_mix64(uint64_t a, uint64_t b);
+
+/* A bell: a counter a waiter sleeps on (futex, also across processes when
+ * it lives in shared memory). Ring it after changing what a waiter checks. */
+struct loom_bell {
+	_Atomic uint32_t seq;
+	_Atomic uint32_t waiters;
+};
+void loom_bell_ring(struct loom_bell *b);
+/* Sleep until the bell's seq differs from seen or timeout_s passes. */
+void loom_bell_wait(struct loom_bell *b, uint32_t seen, double timeout_s);
+
+/* ---- reduce_ops.c ---- */
+float loom_half_to_float(uint16_t h);
+uint16_t loom_float_to_half(float f);
+float loom_bf16_to_float(uint16_t h);
+uint16_t loom_float_to_bf16(float f);
+int loom_dtype_ok(int dtype);
+int loom_op_ok(int op);
+/* inout[i] = inout[i] op in[i]; AVG reduces as SUM; 16-bit floats via fp32
+ * per element (one rounding per call). */
+void loom_reduce_local(void *inout, const void *in, size_t count, loom_dtype_t dtype, loom_op_t op);
+/* AVG's last step: divide by n (integers truncate). */
+void loom_avg_finish(void *buf, size_t count, loom_dtype_t dtype, int n);
+void loom_to_f32(float *dst, const void *src, size_t count, loom_dtype_t dtype);
+void loom_from_f32(void *dst, const float *src, size_t count, loom_dtype_t dtype);
+static inline int loom_dtype_is16(loom_dtype_t d) { return d == LOOM_FLOAT16 || d == LOOM_BFLOAT16; }
+
+#endif
