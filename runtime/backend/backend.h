@@ -2,7 +2,7 @@
  * with each other and with their unit tests. Not installed.
  *
  * A communicator of such a backend is a struct loom_comm whose be points
- * at the backend's instance of struct loom_backend (loom_internal.h) and
+ * at the backend's instance of struct loom_backend (comm/comm.h) and
  * whose impl holds the backend's own state; the public layer calls be for
  * every operation, as it does for the native backend.
  */
