@@ -12,7 +12,7 @@
  * MPI: its request and buffers are abandoned and the communicator fails
  * every later operation with the same status.
  */
-#include "backend/backend.h"
+#include "backend/backend_mpi.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -21,21 +21,11 @@
 #include <string.h>
 #include <time.h>
 
-enum { TAG_P2P = 1, TAG_ABORT = 2 };
-enum { MP2P_SEND = 100, MP2P_RECV };
-
-/* ---- process-wide state ---- */
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;  /* guards the fields below */
-static int g_users;        /* live worlds, own and adopted */
-static int g_we_inited;    /* MPI_Init_thread was ours: MPI_Finalize is ours too */
-
-/* With less than MPI_THREAD_MULTIPLE every MPI call of the backend holds
- * this lock (a request may be polled by a progress caller while another
- * thread starts an operation). */
-static pthread_mutex_t g_call = PTHREAD_MUTEX_INITIALIZER;
-static int g_lock;
-#define LK() do { if (g_lock) pthread_mutex_lock(&g_call); } while (0)
-#define UL() do { if (g_lock) pthread_mutex_unlock(&g_call); } while (0)
+pthread_mutex_t loom_mpi_mu = PTHREAD_MUTEX_INITIALIZER;
+int loom_mpi_users;
+int loom_mpi_we_inited;
+pthread_mutex_t loom_mpi_call = PTHREAD_MUTEX_INITIALIZER;
+int loom_mpi_lock;
 
 /* Background progress: MPI moves non-blocking collectives only inside MPI
  * calls, and loom promises that they progress while the caller computes.
@@ -47,15 +37,6 @@ static pthread_cond_t g_pcv = PTHREAD_COND_INITIALIZER;
 static pthread_t g_thr;
 static int g_thr_on, g_stop, g_nb;
 static MPI_Comm g_pcomm = MPI_COMM_NULL;
-
-struct mcomm {
-	MPI_Comm comm;         /* collectives, point to point */
-	MPI_Comm ctl;          /* abort notices */
-	MPI_Request abort_rq;  /* posted receive of an abort notice */
-	int abort_msg;
-	unsigned long long seq, nsplit;
-	int own_world;         /* world created by loom_init (w is ours) */
-};
 
 struct mreq {
 	struct loom_comm *c;
@@ -125,10 +106,10 @@ static void *progress_thread(void *arg)
 	return NULL;
 }
 
-/* g_mu held */
-static void progress_start(int provided)
+/* loom_mpi_mu held */
+void loom_mpi_progress_start(int provided)
 {
-	if (g_thr_on || !(g_we_inited || provided >= MPI_THREAD_MULTIPLE))
+	if (g_thr_on || !(loom_mpi_we_inited || provided >= MPI_THREAD_MULTIPLE))
 		return;
 	if (MPI_Comm_dup(MPI_COMM_SELF, &g_pcomm) != MPI_SUCCESS)
 		return;
@@ -139,8 +120,8 @@ static void progress_start(int provided)
 		MPI_Comm_free(&g_pcomm);
 }
 
-/* g_mu held */
-static void progress_stop(void)
+/* loom_mpi_mu held */
+void loom_mpi_progress_stop(void)
 {
 	if (!g_thr_on)
 		return;
@@ -492,380 +473,16 @@ static int mpi_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, lo
 	return rc ? rc : finish_start(c, q, req);
 }
 
-/* ---- communicators ---- */
-struct ident {
-	int32_t color, key;
-	char node[64];
-};
-
-/* Fill c's node fields from every member's node name (allgathered) */
-static void node_fields(struct loom_comm *c, const struct ident *all)
-{
-	int i, j;
-	c->local_rank = c->local_size = c->nnodes = 0;
-	for (i = 0; i < c->size; i++) {
-		if (!strcmp(all[i].node, all[c->rank].node)) {
-			if (i == c->rank)
-				c->local_rank = c->local_size;
-			c->local_size++;
-		}
-		for (j = 0; j < i; j++)
-			if (!strcmp(all[j].node, all[i].node))
-				break;
-		if (j == i)
-			c->nnodes++;
-	}
-}
-
-/* Wrap mc (ours from now on) into a loom communicator of world w */
-static int wrap(MPI_Comm mc, struct loom_world *w, const char *name, double timeout,
-		struct loom_comm **out)
-{
-	struct loom_comm *c = calloc(1, sizeof *c);
-	struct mcomm *m = calloc(1, sizeof *m);
-	struct ident *all = NULL, me;
-	int rc;
-	*out = NULL;
-	if (!c || !m) {
-		free(c);
-		free(m);
-		LK();
-		MPI_Comm_free(&mc);
-		UL();
-		return LOOM_ERR_NOMEM;
-	}
-	m->comm = mc;
-	m->ctl = MPI_COMM_NULL;
-	m->abort_rq = MPI_REQUEST_NULL;
-	c->w = w;
-	c->be = &loom_mpi_backend;
-	c->impl = m;
-	c->timeout = timeout;
-	c->check = 0;
-	snprintf(c->name, sizeof c->name, "%s", name);
-	LK();
-	rc = MPI_Comm_set_errhandler(mc, MPI_ERRORS_RETURN);
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Comm_rank(mc, &c->rank);
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Comm_size(mc, &c->size);
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Comm_dup(mc, &m->ctl);
-	UL();
-	if (rc == MPI_SUCCESS && !(all = calloc((size_t)c->size, sizeof *all)))
-		rc = MPI_ERR_NO_MEM;
-	if (rc == MPI_SUCCESS) {
-		memset(&me, 0, sizeof me);
-		loom_node_identity(me.node);
-		LK();
-		rc = MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, m->ctl);
-		if (rc == MPI_SUCCESS)
-			rc = MPI_Irecv(&m->abort_msg, 1, MPI_INT, MPI_ANY_SOURCE, TAG_ABORT, m->ctl,
-				       &m->abort_rq);
-		UL();
-	}
-	if (rc != MPI_SUCCESS) {
-		rc = loom_mpi_status(c, "creating the communicator", rc);
-		free(all);
-		LK();
-		if (m->ctl != MPI_COMM_NULL)
-			MPI_Comm_free(&m->ctl);
-		MPI_Comm_free(&m->comm);
-		UL();
-		free(m);
-		free(c);
-		return rc;
-	}
-	node_fields(c, all);
-	free(all);
-	pthread_mutex_lock(&w->comms_lock);
-	c->next = w->comms;
-	w->comms = c;
-	pthread_mutex_unlock(&w->comms_lock);
-	LOOM_TRACE("comm %s (mpi): rank %d of %d, %d local, %d nodes", c->name, c->rank, c->size,
-		   c->local_size, c->nnodes);
-	*out = c;
-	return LOOM_SUCCESS;
-}
-
-static void destroy(struct loom_comm *c)
-{
-	struct mcomm *m = c->impl;
-	struct loom_world *w = c->w;
-	struct loom_comm **pp;
-	pthread_mutex_lock(&w->comms_lock);
-	for (pp = &w->comms; *pp; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	pthread_mutex_unlock(&w->comms_lock);
-	LK();
-	if (m->abort_rq != MPI_REQUEST_NULL) {
-		MPI_Cancel(&m->abort_rq);
-		MPI_Wait(&m->abort_rq, MPI_STATUS_IGNORE);
-	}
-	MPI_Comm_free(&m->ctl);
-	MPI_Comm_free(&m->comm);
-	UL();
-	free(m);
-	free(c);
-}
-
-static int bx_split_named(struct loom_comm *c, int color, int key, struct loom_comm **out,
-			  const char *what)
-{
-	struct mcomm *m;
-	struct ident me, *all;
-	struct mreq *q;
-	MPI_Comm nc = MPI_COMM_NULL;
-	char name[80];
-	int rc, f;
-	if (!c || !out)
-		return LOOM_ERR_INVALID;
-	*out = NULL;
-	if (color < 0 && color != LOOM_UNDEFINED)
-		return LOOM_ERR_INVALID;
-	m = c->impl;
-	check_abort(c);
-	if ((f = atomic_load(&c->failed)))
-		return f;
-	if (!(all = calloc((size_t)c->size, sizeof *all)) || !(q = mreq_new(c, LOOM_OP_ALLGATHER))) {
-		free(all);
-		return LOOM_ERR_NOMEM;
-	}
-	/* every member arrives (within the deadline) before the blocking
-	 * MPI_Comm_split, which then cannot wait for ever */
-	memset(&me, 0, sizeof me);
-	me.color = color;
-	me.key = key;
-	q->seq = ++m->seq;
-	q->active = 1;
-	LK();
-	rc = MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, m->comm,
-			    &q->r);
-	UL();
-	if (rc != MPI_SUCCESS) {
-		q->active = 0;
-		mreq_free(q);
-		free(all);
-		return loom_mpi_status(c, what, rc);
-	}
-	rc = mreq_wait(q);
-	free(all);
-	if (rc)
-		return rc;
-	m->nsplit++;
-	LK();
-	rc = MPI_Comm_split(m->comm, color == LOOM_UNDEFINED ? MPI_UNDEFINED : color, key, &nc);
-	UL();
-	if (rc != MPI_SUCCESS)
-		return loom_mpi_status(c, what, rc);
-	if (nc == MPI_COMM_NULL)
-		return LOOM_SUCCESS;
-	snprintf(name, sizeof name, "%s%llu", what, m->nsplit);
-	return wrap(nc, c->w, name, c->timeout, out);
-}
-
-static int bx_split(struct loom_comm *c, int color, int key, struct loom_comm **out)
-{
-	return bx_split_named(c, color, key, out, "split");
-}
-
-static int bx_dup(struct loom_comm *c, struct loom_comm **out)
-{
-	return bx_split_named(c, 0, c->rank, out, "dup");
-}
-
-static int bx_free(struct loom_comm *c)
-{
-	destroy(c);
-	return LOOM_SUCCESS;
-}
-
-static int bx_abort(struct loom_comm *c)
-{
-	struct mcomm *m = c->impl;
-	int i, zero = 0;
-	atomic_compare_exchange_strong(&c->failed, &zero, LOOM_ERR_ABORTED);
-	LOOM_ERR("communicator %s aborted by this rank", c->name);
-	for (i = 0; i < c->size; i++) {
-		MPI_Request r;
-		static const int note = 1;
-		if (i == c->rank)
-			continue;
-		LK();
-		if (MPI_Isend(&note, 1, MPI_INT, i, TAG_ABORT, m->ctl, &r) == MPI_SUCCESS)
-			MPI_Request_free(&r);
-		UL();
-	}
-	return LOOM_SUCCESS;
-}
-
-/* ---- worlds ---- */
-static struct loom_world *world_new(const char *how)
-{
-	struct loom_world *w = calloc(1, sizeof *w);
-	if (!w)
-		return NULL;
-	pthread_mutex_init(&w->comms_lock, NULL);
-	w->how = how;
-	w->transport = LOOM_TR_AUTO;
-	w->timeout = loom_env_double("LOOM_TIMEOUT", 600);
-	if (!(w->timeout > 0)) {
-		LOOM_WARN("LOOM_TIMEOUT must be positive; using 600");
-		w->timeout = 600;
-	}
-	return w;
-}
-
-/* One more world; MPI must be initialized. */
-static int world_from(MPI_Comm parent, const char *how, struct loom_comm **out)
-{
-	struct loom_world *w;
-	MPI_Comm mc;
-	int rc, provided = MPI_THREAD_SINGLE;
-	*out = NULL;
-	if (!(w = world_new(how)))
-		return LOOM_ERR_NOMEM;
-	pthread_mutex_lock(&g_mu);
-	MPI_Query_thread(&provided);
-	g_lock = provided < MPI_THREAD_MULTIPLE;
-	rc = loom_mpi_ops_create();
-	if (rc == MPI_SUCCESS)
-		progress_start(provided);
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Comm_dup(parent, &mc);
-	if (rc == MPI_SUCCESS)
-		g_users++;
-	pthread_mutex_unlock(&g_mu);
-	if (rc != MPI_SUCCESS) {
-		pthread_mutex_destroy(&w->comms_lock);
-		free(w);
-		return loom_mpi_status(NULL, "MPI_Comm_dup", rc);
-	}
-	rc = wrap(mc, w, "world", w->timeout, out);
-	if (rc) {
-		pthread_mutex_lock(&g_mu);
-		g_users--;
-		pthread_mutex_unlock(&g_mu);
-		pthread_mutex_destroy(&w->comms_lock);
-		free(w);
-		return rc;
-	}
-	(*out)->is_world = 1;
-	w->rank = (*out)->rank;
-	w->size = (*out)->size;
-	w->nnodes = (*out)->nnodes;
-	{
-		char node[64];
-		loom_node_identity(node);
-		loom_log_identity(w->rank, w->size, node);
-	}
-	if (getenv("LOOM_CHECK") && *getenv("LOOM_CHECK") && strcmp(getenv("LOOM_CHECK"), "0"))
-		LOOM_WARN("LOOM_CHECK is not implemented by the mpi backend: calls are not compared");
-	LOOM_INFO("world of %d ranks on %d node(s), backend mpi (%s), MPI thread level %d, timeout %g s",
-		  w->size, w->nnodes, how, provided, w->timeout);
-	return LOOM_SUCCESS;
-}
-
-static int mpi_world(loom_comm_t **world)
-{
-	int inited = 0, finalized = 0, provided, rc;
-	MPI_Finalized(&finalized);
-	if (finalized) {
-		LOOM_ERR("LOOM_BACKEND=mpi: MPI has already been finalized in this process");
-		return LOOM_ERR_UNSUPPORTED;
-	}
-	pthread_mutex_lock(&g_mu);
-	MPI_Initialized(&inited);
-	if (!inited) {
-		/* loom serializes its own calls; the program does not use MPI */
-		rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
-		if (rc != MPI_SUCCESS) {
-			pthread_mutex_unlock(&g_mu);
-			LOOM_ERR("LOOM_BACKEND=mpi: MPI_Init_thread failed (%d)", rc);
-			return LOOM_ERR_BOOTSTRAP;
-		}
-		g_we_inited = 1;
-	}
-	pthread_mutex_unlock(&g_mu);
-	rc = world_from(MPI_COMM_WORLD, g_we_inited ? "MPI initialized by loom" :
-				       "MPI initialized by the program", world);
-	if (rc && g_we_inited) {
-		pthread_mutex_lock(&g_mu);
-		if (!g_users) {
-			progress_stop();
-			loom_mpi_ops_free();
-			MPI_Finalize();
-			g_we_inited = 0;
-		}
-		pthread_mutex_unlock(&g_mu);
-	}
-	if (!rc)
-		((struct mcomm *)(*world)->impl)->own_world = 1;
-	return rc;
-}
-
-int loom_comm_from_mpi(MPI_Comm mpi_comm, loom_comm_t **comm)
-{
-	int inited = 0, finalized = 0;
-	loom_log_init();
-	if (!comm)
-		return LOOM_ERR_INVALID;
-	*comm = NULL;
-	MPI_Initialized(&inited);
-	MPI_Finalized(&finalized);
-	if (!inited || finalized) {
-		LOOM_ERR("loom_comm_from_mpi: MPI is not initialized");
-		return LOOM_ERR_INVALID;
-	}
-	if (mpi_comm == MPI_COMM_NULL)
-		return LOOM_ERR_INVALID;
-	return world_from(mpi_comm, "adopted MPI communicator", comm);
-}
-
-static int bx_finalize(struct loom_comm *world)
-{
-	struct loom_world *w = world->w;
-	/* no closing barrier: MPI_Finalize synchronizes, and a barrier after a
-	 * timed-out collective would be matched against it */
-	for (;;) {
-		struct loom_comm *c;
-		pthread_mutex_lock(&w->comms_lock);
-		for (c = w->comms; c && c == world; c = c->next)
-			;
-		pthread_mutex_unlock(&w->comms_lock);
-		if (!c)
-			break;
-		destroy(c);
-	}
-	destroy(world);
-	pthread_mutex_destroy(&w->comms_lock);
-	free(w);
-	pthread_mutex_lock(&g_mu);
-	if (--g_users == 0) {
-		progress_stop();
-		loom_mpi_ops_free();
-		if (g_we_inited) {
-			MPI_Finalize();
-			g_we_inited = 0;
-		}
-	}
-	pthread_mutex_unlock(&g_mu);
-	return LOOM_SUCCESS;
-}
-
 const struct loom_backend loom_mpi_backend = {
 	.name = "mpi",
-	.world = mpi_world,
+	.world = loom_mpi_world,
 	.coll = mpi_coll,
 	.p2p = mpi_p2p,
 	.wait = bx_wait,
 	.test = bx_test,
-	.split = bx_split,
-	.dup = bx_dup,
-	.free = bx_free,
-	.abort = bx_abort,
-	.finalize = bx_finalize,
+	.split = loom_mpi_split,
+	.dup = loom_mpi_dup,
+	.free = loom_mpi_free,
+	.abort = loom_mpi_abort,
+	.finalize = loom_mpi_finalize,
 };

@@ -3,7 +3,8 @@
 # tests t/t6*.t.
 runtime_libloom_core_la_SOURCES += runtime/backend/backend.h runtime/backend/backend_native.c
 if HAVE_MPI
-runtime_libloom_core_la_SOURCES += runtime/backend/backend_mpi.c runtime/backend/backend_mpi_ops.c
+runtime_libloom_core_la_SOURCES += runtime/backend/backend_mpi.c runtime/backend/backend_mpi_comm.c \
+	runtime/backend/backend_mpi_ops.c runtime/backend/backend_mpi.h
 runtime_libloom_core_la_CFLAGS += $(MPI_CFLAGS)
 runtime_libloom_core_la_LIBADD += $(MPI_LIBS)
 
