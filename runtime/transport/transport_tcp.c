@@ -205,6 +205,18 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 	}
 }
 
+/* after a failed recv/send with peer i: 1 to retry, 0 when nothing more
+ * can move now, -1 when the peer is lost */
+static int io_failed(struct loom_engine *e, int i)
+{
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return 0;
+	if (errno == EINTR)
+		return 1;
+	peer_lost(e, i, strerror(errno));
+	return -1;
+}
+
 /* read what is there from peer i; 0, or -1 when the peer went away */
 static int do_read(struct loom_engine *e, int i)
 {
@@ -235,12 +247,10 @@ static int do_read(struct loom_engine *e, int i)
 			return -1;
 		}
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			if (errno == EINTR)
+			int r = io_failed(e, i);
+			if (r > 0)
 				continue;
-			peer_lost(e, i, strerror(errno));
-			return -1;
+			return r;
 		}
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		if (p->rstate == 0) {
@@ -321,12 +331,10 @@ static int do_write(struct loom_engine *e, int i)
 		m.msg_iovlen = (size_t)k;
 		n = sendmsg(p->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			if (errno == EINTR)
+			int r = io_failed(e, i);
+			if (r > 0)
 				continue;
-			peer_lost(e, i, strerror(errno));
-			return -1;
+			return r;
 		}
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		if (p->shoff < HDR_LEN) {
