@@ -24,7 +24,7 @@ else
 	test_skip 'Kubernetes manifests pass the structural schema check' 'python3-yaml not installed'
 fi
 test_expect_success 'the Grafana dashboard is valid JSON and queries only series loom writes' '
-	python3 - "$LOOM_SRC_DIR/contrib/monitoring/grafana-loom.json" "$LOOM_SRC_DIR/runtime/metrics.c" <<-\EOF
+	python3 - "$LOOM_SRC_DIR/contrib/monitoring/grafana-loom.json" "$LOOM_SRC_DIR/runtime/metrics/metrics.c" <<-\EOF
 	import json, re, sys
 	dash = json.load(open(sys.argv[1]))
 	written = set(re.findall(r"\"(loom_[a-z_]+)\"", open(sys.argv[2]).read()))

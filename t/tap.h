@@ -5,6 +5,8 @@
  *   is_int(got, want, "count");
  *   is_str(got, want, "name");
  *   skip_all("no hwloc");          prints "1..0 # SKIP no hwloc", exits 0
+ *                                  (only for what the build lacks)
+ *   bail_out("mkdtemp: %s", why);  "Bail out! ...": the run fails, exits 1
  *   diag("context %d", n);
  *   return exit_status();          non-zero when a test failed
  *
@@ -117,6 +119,19 @@ static inline void skip(int n, const char *why)
 		printf("ok %d # SKIP %s\n", tap_run, why);
 	}
 	fflush(stdout);
+}
+
+static inline void bail_out(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static inline void bail_out(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("Bail out! ", stdout);
+	va_start(ap, fmt);
+	vfprintf(stdout, fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+	exit(1);
 }
 
 static inline void done_testing(void)

@@ -52,7 +52,7 @@ int main(void)
 
 	/* reading it */
 	if (!mkdtemp(base))
-		skip_all("mkdtemp");
+		bail_out("mkdtemp failed");
 	is_int(loom_requeue_read(base, text, sizeof text, err, sizeof err), 0, "no request: 0");
 	snprintf(p, sizeof p, "%s/%s", base, LOOM_REQUEUE_FILE);
 	write_file(p, "job=5\nrestart=0\nstep=9\n");

@@ -97,6 +97,9 @@ test_need_cluster() {
 	# not where make check runs (make distcheck checks that)
 	SBATCH_OUTPUT=$TEST_TMP/slurm-%j.out
 	export SBATCH_OUTPUT
+	# every srun of a test is bounded: a dead cluster or a hung step fails
+	# that test instead of hanging the suite (LOOM_SRUN_TIMEOUT seconds)
+	srun() { timeout -k 10 "${LOOM_SRUN_TIMEOUT:-600}" srun "$@"; }
 }
 
 # Scripts about loom.so itself: skip when it was not built (configure
