@@ -25,8 +25,8 @@ for r in 0 1 2 3; do
 test_expect_success "rank $r: file parses strictly, counters match the program" "
 	f=\$(ls '$TEST_TMP'/loom-*-$r.prom) &&
 	$prom \"\$f\" &&
-	test \"\$($prom \"\$f\" loom_operations_total comm=world op=allreduce rank=$r)\" = 9 &&
-	test \"\$($prom \"\$f\" loom_bytes_total comm=world op=allreduce)\" = 36864 &&
+	test \"\$($prom \"\$f\" loom_operations_total comm=world op=allreduce rank=$r)\" = 10 &&
+	test \"\$($prom \"\$f\" loom_bytes_total comm=world op=allreduce)\" = 40960 &&
 	test \"\$($prom \"\$f\" loom_operations_total comm=world op=broadcast)\" = 3 &&
 	test \"\$($prom \"\$f\" loom_operations_total comm=world op=barrier)\" = 1 &&
 	test \"\$($prom \"\$f\" loom_timeouts_total comm=world)\" = 0

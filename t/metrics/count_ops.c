@@ -20,7 +20,8 @@ int main(void)
 	if (rc == LOOM_SUCCESS)
 		rc = loom_barrier(world);
 	/* non-blocking ones count as well, when they complete: 2 more
-	 * allreduces (one finished by loom_wait, one by loom_test) */
+	 * allreduces (one finished by loom_wait, one by loom_test), then the
+	 * bucket of loom_dp below: 10 in all */
 	for (int i = 0; i < 2 && rc == LOOM_SUCCESS; i++) {
 		loom_request_t *q;
 		int done = 0;
@@ -29,6 +30,19 @@ int main(void)
 			rc = loom_wait(q);
 		while (rc == LOOM_SUCCESS && i == 1 && !done)
 			rc = loom_test(q, &done);
+	}
+	/* and a loom_dp bucket: one gradient of 1024 floats, one bucket, one
+	 * more allreduce of 4096 bytes */
+	if (rc == LOOM_SUCCESS) {
+		loom_dp_t *dp;
+		int idx;
+		rc = loom_dp_create(world, 0, 0, &dp);
+		if (rc == LOOM_SUCCESS) {
+			if ((rc = loom_dp_add(dp, buf, 1024, &idx)) == LOOM_SUCCESS &&
+			    (rc = loom_dp_ready(dp, idx)) == LOOM_SUCCESS)
+				rc = loom_dp_finish(dp);
+			loom_dp_free(dp);
+		}
 	}
 	if (rc != LOOM_SUCCESS)
 		fprintf(stderr, "collective: %s\n", loom_strerror(rc));
