@@ -27,46 +27,55 @@ static size_t metric_bytes(const struct loom_comm *c, const struct loom_opdesc *
 	return b;
 }
 
+/* A call's request slot: required, and cleared, for the non-blocking forms */
+static int req_slot(loom_request_t **req, int nonblocking)
+{
+	if (!nonblocking)
+		return LOOM_SUCCESS;
+	if (!req)
+		return LOOM_ERR_INVALID;
+	*req = NULL;
+	return LOOM_SUCCESS;
+}
+
+/* Count the call: now when it ended (blocking, or failed to start), else
+ * when its request completes. Returns rc. */
+static int counted(struct loom_comm *c, int metric, size_t bytes, double t0, int rc,
+		   loom_request_t **req, int nonblocking)
+{
+	if (!nonblocking || rc)
+		return loom_metered(c, metric, bytes, t0, rc);
+	loom_req_meter(*req, c, metric, bytes, t0);
+	return LOOM_SUCCESS;
+}
+
 /* One collective: req NULL for the blocking form. */
 static int issue(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req,
 		 int nonblocking)
 {
-	int rc, metric = metric_of[d->kind];
 	double t0;
-	if (nonblocking) {
-		if (!req)
-			return LOOM_ERR_INVALID;
-		*req = NULL;
-	}
-	if ((rc = loom_op_validate(c, d)))
+	int rc;
+	if ((rc = req_slot(req, nonblocking)) || (rc = loom_op_validate(c, d)))
 		return rc;
 	t0 = loom_now();
 	rc = c->be->coll(c, d, req);
-	if (!nonblocking || rc)
-		return loom_metered(c, metric, metric_bytes(c, d), t0, rc);
-	loom_req_meter(*req, c, metric, metric_bytes(c, d), t0);
-	return LOOM_SUCCESS;
+	return counted(c, metric_of[d->kind], metric_bytes(c, d), t0, rc, req, nonblocking);
 }
 
 static int p2p(struct loom_comm *c, int is_send, void *buf, size_t n, loom_dtype_t dt, int peer,
 	       loom_request_t **req, int nonblocking)
 {
-	int rc, metric = is_send ? LOOM_METRIC_SEND : LOOM_METRIC_RECV;
 	double t0;
-	if (nonblocking) {
-		if (!req)
-			return LOOM_ERR_INVALID;
-		*req = NULL;
-	}
+	int rc;
+	if ((rc = req_slot(req, nonblocking)))
+		return rc;
 	if (!c || !loom_dtype_ok(dt) || peer < 0 || peer >= c->size || (n && !buf) ||
 	    n > ((size_t)-1 / 2) / loom_dtype_size(dt))
 		return LOOM_ERR_INVALID;
 	t0 = loom_now();
 	rc = c->be->p2p(c, is_send, buf, n, dt, peer, req);
-	if (!nonblocking || rc)
-		return loom_metered(c, metric, n * loom_dtype_size(dt), t0, rc);
-	loom_req_meter(*req, c, metric, n * loom_dtype_size(dt), t0);
-	return LOOM_SUCCESS;
+	return counted(c, is_send ? LOOM_METRIC_SEND : LOOM_METRIC_RECV, n * loom_dtype_size(dt), t0,
+		       rc, req, nonblocking);
 }
 
 #define DESC(kind, s, r, n, dt, op, root) \
