@@ -13,7 +13,10 @@ area_of() {
 	runtime/test/backend_*|t/t6[0-9][0-9][0-9]-*) echo backends ;;
 	runtime/test/*|t/t2[0-9][0-9][0-9]-*) echo runtime ;;
 	t/t3[0-9][0-9][0-9]-*) echo conformance ;;
+	python/test/*|t/t51[0-9][0-9]-*) echo python ;;
 	t/t5[0-9][0-9][0-9]-*) echo examples ;;
+	t/t7[0-9][0-9][0-9]-*) echo security ;;
+	t/t8[0-9][0-9][0-9]-*) echo containers ;;
 	t/t0[0-9][0-9][0-9]-*) echo operations ;;
 	*) echo other ;;
 	esac
@@ -31,7 +34,7 @@ for log in $LOOM_TEST_LOGS; do
 	sed -n "s/^:test-result: \([A-Z]*\).*/$a \1/p" "$trs" >>"$TEST_TMP/counts"
 done
 
-for a in plugin runtime conformance checkpoint examples backends operations other; do
+for a in plugin runtime conformance checkpoint examples python backends security containers operations other; do
 	grep -q "^$a " "$TEST_TMP/counts" || continue
 	p=$(grep -c "^$a PASS$" "$TEST_TMP/counts" || true)
 	s=$(grep -c "^$a SKIP$" "$TEST_TMP/counts" || true)
