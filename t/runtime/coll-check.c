@@ -668,7 +668,12 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "skip")) {
 		const char *dir = marker_arg(argc, argv, 3);
 		int32_t x = 1, y;
+		/* the warm-up gets a long deadline (ranks start seconds apart
+		 * under make -j check); only the skipped one gets LOOM_TIMEOUT */
+		double tmo = getenv("LOOM_TIMEOUT") ? atof(getenv("LOOM_TIMEOUT")) : 2;
+		loom_comm_set_timeout(W, 3600);
 		loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, W);  /* everyone */
+		loom_comm_set_timeout(W, tmo > 0 ? tmo : 2);
 		if (R == who) {
 			/* never calls the second one; stays until the others got
 			 * their status (a rank that left would be a lost peer) */
