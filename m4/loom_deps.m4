@@ -181,3 +181,12 @@ AC_DEFUN([LOOM_CHECK_NCCL], [
   AS_IF([test $loom_have_nccl = yes], [AC_DEFINE([HAVE_NCCL], [1], [NCCL available])])
   AM_CONDITIONAL([HAVE_NCCL], [test $loom_have_nccl = yes])
 ])
+
+# OpenSSL's libcrypto: HMAC-SHA256 for the authenticated rendezvous and
+# mesh (docs/security.md). Required: without it another local user could
+# join a job, so there is no build without it.
+AC_DEFUN([LOOM_CHECK_CRYPTO], [
+  PKG_CHECK_MODULES([CRYPTO], [libcrypto >= 1.1.1], [],
+    [AC_MSG_ERROR([libloom needs OpenSSL's libcrypto >= 1.1.1 to authenticate ranks (Debian: apt-get install libssl-dev)])])
+  loom_summary_crypto="yes (`$PKG_CONFIG --modversion libcrypto`)"
+])

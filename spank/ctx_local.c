@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ckpt_dir.h"
+#include "job_secret.h"
 #include "loom_spank.h"
 #include "user_options.h"
 
@@ -26,6 +27,12 @@ int loom_local_post_opt(spank_t sp)
 
 	if (loom_env_options(get_local, NULL) < 0)
 		return -1;
+
+	/* srun: the step's ranks authenticate each other with it */
+	if (spank_context() == S_CTX_LOCAL && loom_job_secret_export(err, sizeof err) < 0) {
+		slurm_error(LOOM_PREFIX "%s", err);
+		return -1;
+	}
 
 	if ((loom_user_set & (1u << LOOM_OPT_GPUS_PER_TASK)) && (loom_user_set & (1u << LOOM_OPT_AFFINITY)) &&
 	    loom_eff.affinity.mode == LOOM_AFF_MAP) {

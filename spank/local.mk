@@ -23,6 +23,7 @@ spank_libloomspank_la_SOURCES = \
 	spank/requeue.c spank/requeue.h \
 	spank/topology.c spank/topology.h \
 	spank/affinity.c spank/affinity.h \
+	spank/job_secret.c spank/job_secret.h \
 	spank/loom_spank.h
 spank_libloomspank_la_CPPFLAGS = $(SPANK_CPPFLAGS)
 SPANK_LIB = spank/libloomspank.la

@@ -6,13 +6,16 @@
 . "$LOOM_SRC_DIR/t/runtime/lib.sh"
 
 # local_run N CMD...: start N ranks of CMD here; NODES fake node names via SLURMD_NODENAME;
-# each gives up after LOOM_T2_SRUN_TIMEOUT s (180), like t_srun
+# each gives up after LOOM_T2_SRUN_TIMEOUT s (180), like t_srun. The ranks
+# share a fresh LOOM_JOB_SECRET, as a launcher gives them (NOSECRET=1: none).
 local_run() {
-	local n=$1 port r pids="" rc=0
+	local n=$1 port r pids="" rc=0 secret
 	shift
 	port=$(free_port) || return 1
+	secret=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+	[ "${NOSECRET:-0}" = 1 ] && secret=
 	for r in $(seq 0 $((n - 1))); do
-		RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+		LOOM_JOB_SECRET=$secret RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
 			SLURMD_NODENAME=node$((r % ${NODES:-1})) \
 			timeout -k 10 "${LOOM_T2_SRUN_TIMEOUT:-180}" "$@" &
 		pids="$pids $!"
@@ -57,5 +60,15 @@ test_expect_success '3 ranks by hand on one node (shm): every collective right' 
 '
 test_expect_success '4 ranks by hand on two fake nodes (hierarchical): every collective right' '
 	NODES=2 ranks_pass 4 "all checks passed (4 ranks)" local_run 4 $COLL coll 200003
+'
+test_expect_success 'without LOOM_JOB_SECRET the ranks still form a world, and rank 0 alone warns that anyone could join' '
+	NOSECRET=1 ranks_pass 2 "all checks passed (2 ranks)" local_run 2 $COLL coll 1000 &&
+	test $(grep -c "LOOM_JOB_SECRET is unset, so any process that reaches MASTER_PORT can join" $TEST_TMP/o) = 1
+'
+test_expect_success 'a LOOM_JOB_SECRET that is not 32+ hex digits is refused, naming the variable and the form' '
+	test_must_fail_with "LOOM_JOB_SECRET has 5 characters: it must be 32 to 128 hex digits" \
+		env LOOM_JOB_SECRET=abcde RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 $COLL coll &&
+	test_must_fail_with "LOOM_JOB_SECRET: character 2 is not a hex digit" \
+		env LOOM_JOB_SECRET=0g112233445566778899aabbccddeeff RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 $COLL coll
 '
 test_done

@@ -1,7 +1,9 @@
 /* runtime/boot/bootstrap.c: what both bootstraps share: node identity, the
- * listening socket, and the full TCP mesh built from an address table
- * (rank i connects to every lower rank and accepts every higher one; a
- * hello carries the rank and the world's nonce, so strays are refused). */
+ * job key, the listening socket, and the full TCP mesh built from an
+ * address table (rank i connects to every lower rank and accepts every
+ * higher one). Every mesh connection starts with the authenticated hello
+ * of handshake.c, carrying the rank and the world's nonce: a process
+ * without the job's key, or of another world, is refused. */
 #include "boot/boot.h"
 
 #include <arpa/inet.h>
@@ -14,8 +16,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#define HELLO_MAGIC 0x4c4d4831u
 
 void loom_node_identity(char out[64])
 {
@@ -77,25 +77,37 @@ int loom_fd_read_all(int fd, void *buf, size_t len, double deadline)
 	return 0;
 }
 
-static void tune(int fd)
+int loom_boot_keys(struct loom_boot *b)
 {
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	return loom_job_key(b->key, &b->have_secret);
 }
 
-int loom_boot_listen(int *fd, uint16_t *port)
+int loom_boot_fresh_ids(struct loom_boot *b)
+{
+	int rc = loom_random_bytes(&b->nonce, sizeof b->nonce);
+	return rc ? rc : loom_random_bytes(b->shm_key, sizeof b->shm_key);
+}
+
+/* ip in network order, 0: every interface; want_port 0: any free one */
+int loom_boot_listen(uint32_t ip, uint16_t want_port, int *fd, uint16_t *port)
 {
 	struct sockaddr_in a;
 	socklen_t l = sizeof a;
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char addr[INET_ADDRSTRLEN];
+	int one = 1, s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return LOOM_ERR_SYSTEM;
 	memset(&a, 0, sizeof a);
 	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_ANY);
-	if (bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 128) ||
+	a.sin_addr.s_addr = ip;
+	a.sin_port = htons(want_port);
+	if (want_port)
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 1024) ||
 	    getsockname(s, (struct sockaddr *)&a, &l)) {
-		LOOM_ERR("bootstrap: cannot listen: %s", strerror(errno));
+		inet_ntop(AF_INET, &ip, addr, sizeof addr);
+		LOOM_ERR("bootstrap: cannot listen on %s:%u: %s%s", addr, want_port, strerror(errno),
+			 errno == EADDRNOTAVAIL ? " (not an address of this host)" : "");
 		close(s);
 		return LOOM_ERR_BOOTSTRAP;
 	}
@@ -104,78 +116,75 @@ int loom_boot_listen(int *fd, uint16_t *port)
 	return LOOM_SUCCESS;
 }
 
-struct hello { uint32_t magic; int32_t rank; uint64_t nonce; };
+struct mesh_hello { uint64_t nonce; };
 
-static int connect_to(uint32_t ip, uint16_t port, double deadline)
+struct mesh_accept {
+	struct loom_boot *b;
+	double deadline;
+};
+
+static int mesh_peer(void *arg, const struct loom_hs_peer *p)
 {
-	struct sockaddr_in a;
-	memset(&a, 0, sizeof a);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = ip;
-	a.sin_port = htons(port);
-	for (;;) {
-		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (s < 0)
-			return -1;
-		if (connect(s, (struct sockaddr *)&a, sizeof a) == 0) {
-			tune(s);
-			return s;
-		}
-		close(s);
-		if (loom_now() > deadline)
-			return -1;
-		usleep(100000);
+	struct mesh_accept *m = arg;
+	struct loom_boot *b = m->b;
+	struct mesh_hello h;
+	memcpy(&h, p->payload, sizeof h);
+	if (h.nonce != b->nonce || p->size != b->size || p->rank <= b->rank || p->rank >= b->size)
+		return 0;  /* another world of the same key, or not a rank that connects here */
+	if (b->peer_fds[p->rank] >= 0) {
+		LOOM_ERR("bootstrap: rank %d connected twice: two tasks have the same rank", p->rank);
+		return LOOM_ERR_BOOTSTRAP;
 	}
+	if (loom_hs_reply(b->key, p, NULL, 0, NULL, m->deadline))
+		return 0;
+	b->peer_fds[p->rank] = p->fd;
+	return 1;
 }
 
 int loom_boot_mesh(struct loom_boot *b, const uint32_t *ip, const uint16_t *port, double deadline)
 {
-	int j, got = 0, need = b->size - 1 - b->rank;
-	char addr[32];
+	int j, rc;
+	char addr[INET_ADDRSTRLEN], what[48];
+	struct mesh_hello mh = { b->nonce };
+	struct mesh_accept ma = { b, deadline };
+	struct loom_hs_cfg cfg = { b->key, LOOM_HS_MESH, sizeof mh, what, mesh_peer, &ma };
 	for (j = 0; j < b->size; j++)
 		b->peer_fds[j] = -1;
 	for (j = 0; j < b->rank; j++) {
-		struct hello h = { HELLO_MAGIC, b->rank, b->nonce };
-		int s = connect_to(ip[j], port[j], deadline);
-		if (s < 0 || loom_fd_write_all(s, &h, sizeof h, deadline)) {
-			inet_ntop(AF_INET, &ip[j], addr, sizeof addr);
-			LOOM_ERR("bootstrap: cannot connect to rank %d at %s:%u: %s", j, addr, port[j],
-				 strerror(errno));
-			if (s >= 0)
-				close(s);
+		struct loom_hs_peer p;
+		inet_ntop(AF_INET, &ip[j], addr, sizeof addr);
+		rc = loom_hs_dial(ip[j], port[j], LOOM_HS_MESH, deadline, &p);
+		if (!rc)
+			rc = loom_hs_hello(b->key, &p, LOOM_HS_MESH, b->rank, b->size, &mh, sizeof mh, deadline);
+		if (!rc)
+			rc = loom_hs_read_reply(b->key, &p, NULL, 0, deadline);
+		if (rc) {
+			if (rc == LOOM_HS_FORGED)
+				LOOM_ERR("bootstrap: the process at %s:%u (rank %d's address) does not hold this job's secret",
+					 addr, port[j], j);
+			else
+				LOOM_ERR("bootstrap: cannot connect to rank %d at %s:%u%s", j, addr, port[j],
+					 rc == LOOM_ERR_BOOTSTRAP ? ": it refused our hello" : "");
+			if (p.fd >= 0)
+				close(p.fd);
 			return LOOM_ERR_BOOTSTRAP;
 		}
-		b->peer_fds[j] = s;
+		b->peer_fds[j] = p.fd;
 	}
-	while (got < need) {
-		struct pollfd pf = { b->listen_fd, POLLIN, 0 };
-		struct hello h;
-		double left = deadline - loom_now();
-		int s;
-		if (left <= 0) {
-			char miss[256] = "";
-			size_t l = 0;
-			for (j = b->rank + 1; j < b->size && l + 12 < sizeof miss; j++)
-				if (b->peer_fds[j] < 0)
-					l += (size_t)snprintf(miss + l, sizeof miss - l, "%s%d", l ? "," : "", j);
-			LOOM_ERR("bootstrap: ranks %s never connected", miss);
-			return LOOM_ERR_BOOTSTRAP;
-		}
-		if (poll(&pf, 1, 200) <= 0)
-			continue;
-		s = accept4(b->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (s < 0)
-			continue;
-		tune(s);
-		if (loom_fd_read_all(s, &h, sizeof h, loom_now() + 10) || h.magic != HELLO_MAGIC ||
-		    h.nonce != b->nonce || h.rank <= b->rank || h.rank >= b->size ||
-		    b->peer_fds[h.rank] >= 0) {
-			LOOM_WARN("bootstrap: refused a connection that is not from this job");
-			close(s);
-			continue;
-		}
-		b->peer_fds[h.rank] = s;
-		got++;
+	snprintf(what, sizeof what, "rank %d's mesh port", b->rank);
+	rc = loom_hs_accept(b->listen_fd, &cfg, b->size - 1 - b->rank, deadline);
+	if (rc == LOOM_ERR_TIMEOUT) {
+		char miss[256] = "";
+		size_t l = 0;
+		for (j = b->rank + 1; j < b->size && l + 12 < sizeof miss; j++)
+			if (b->peer_fds[j] < 0)
+				l += (size_t)snprintf(miss + l, sizeof miss - l, "%s%d", l ? "," : "", j);
+		LOOM_ERR("bootstrap: ranks %s never connected", miss);
 	}
+	if (rc)
+		return rc == LOOM_ERR_TIMEOUT ? LOOM_ERR_BOOTSTRAP : rc;
+	/* every peer is here: nobody has any business connecting any more */
+	close(b->listen_fd);
+	b->listen_fd = -1;
 	return LOOM_SUCCESS;
 }

@@ -1,9 +1,13 @@
 /* runtime/boot/bootstrap_env.c: the TCP rendezvous of RANK / WORLD_SIZE /
- * MASTER_ADDR / MASTER_PORT. Rank 0 listens on MASTER_PORT, every other
- * rank connects (retrying until LOOM_BOOTSTRAP_TIMEOUT, default 120 s)
- * and sends its listen port, node identity and pid; rank 0 records the
- * address each connection came from, and sends the whole table back.
- * Then the mesh is built (bootstrap.c). */
+ * MASTER_ADDR / MASTER_PORT. Rank 0 listens on MASTER_ADDR:MASTER_PORT;
+ * every other rank connects (retrying until LOOM_BOOTSTRAP_TIMEOUT,
+ * default 120 s), proves that it holds the job key (LOOM_JOB_SECRET,
+ * handshake.c) and sends its listen port, node identity and pid; rank 0
+ * records the address each connection came from and, once every rank is
+ * in, sends the world's random nonce and shm key and the whole table
+ * back, authenticated the same way. Then the mesh is built (bootstrap.c).
+ * Each rank listens for the mesh on the address rank 0 saw it come from,
+ * the one its peers are told. */
 #include "boot/boot.h"
 
 #include <arpa/inet.h>
@@ -17,12 +21,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define RV_MAGIC 0x4c525631u
-
+/* a rank's hello payload (rank and size travel in the handshake) */
 struct rv_hello {
-	uint32_t magic;
-	int32_t rank, size, pid;
-	uint16_t port, pad[3];
+	int32_t pid;
+	uint16_t port, pad;
 	char node[64];
 };
 
@@ -31,6 +33,12 @@ struct rv_entry {
 	uint16_t port, pad;
 	int32_t pid;
 	char node[64];
+};
+
+/* rank 0's reply: the world's random bits, then the table */
+struct rv_head {
+	uint64_t nonce;
+	uint8_t shm_key[16];
 };
 
 static int env_int(const char *name, long lo, long hi, int *out)
@@ -52,18 +60,6 @@ static int env_int(const char *name, long lo, long hi, int *out)
 	return LOOM_SUCCESS;
 }
 
-static uint64_t fresh_nonce(void)
-{
-	uint64_t v = 0;
-	FILE *f = fopen("/dev/urandom", "rb");
-	if (f) {
-		if (fread(&v, sizeof v, 1, f) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return loom_mix64(v ^ (uint64_t)getpid(), (uint64_t)(loom_now() * 1e9));
-}
-
 static int alloc_tables(struct loom_boot *b)
 {
 	b->peer_fds = calloc((size_t)b->size, sizeof *b->peer_fds);
@@ -72,80 +68,83 @@ static int alloc_tables(struct loom_boot *b)
 	return b->peer_fds && b->nodename && b->pid ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
 }
 
+struct rank0 {
+	struct loom_boot *b;
+	struct loom_hs_peer *peers;   /* by rank; fd -1 until it came */
+	struct rv_entry *tab;
+};
+
+static int rank0_peer(void *arg, const struct loom_hs_peer *p)
+{
+	struct rank0 *z = arg;
+	struct loom_boot *b = z->b;
+	struct rv_hello h;
+	/* it holds the job's key: a real task of this job, so a wrong rank
+	 * or size is the job's misconfiguration, fatal, not an intruder */
+	if (p->size != b->size || p->rank <= 0 || p->rank >= b->size || z->peers[p->rank].fd >= 0) {
+		LOOM_ERR("bootstrap: a task says rank %d of WORLD_SIZE %d (mine: WORLD_SIZE %d)%s",
+			 p->rank, p->size, b->size,
+			 p->rank > 0 && p->rank < b->size && z->peers[p->rank].fd >= 0 ? ": rank given twice" : "");
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	memcpy(&h, p->payload, sizeof h);
+	z->peers[p->rank] = *p;
+	z->tab[p->rank].ip = p->ip;
+	z->tab[p->rank].port = h.port;
+	z->tab[p->rank].pid = h.pid;
+	memcpy(z->tab[p->rank].node, h.node, 64);
+	z->tab[p->rank].node[63] = 0;
+	return 1;
+}
+
 static int rank0(struct loom_boot *b, int mport, uint32_t mip, uint16_t myport,
 		 struct rv_entry *tab, double deadline, const char *maddr)
 {
-	struct sockaddr_in a;
-	int ls, one = 1, got = 0, i, rc = LOOM_SUCCESS;
-	int *fds = calloc((size_t)b->size, sizeof *fds);
-	if (!fds)
+	struct rank0 z = { b, NULL, tab };
+	char what[96];
+	struct loom_hs_cfg cfg = { b->key, LOOM_HS_RENDEZVOUS, sizeof(struct rv_hello), what, rank0_peer, &z };
+	size_t rlen = sizeof(struct rv_head) + (size_t)b->size * sizeof *tab;
+	struct rv_head *reply = NULL;
+	uint8_t digest[32];
+	int ls = -1, i, rc;
+	uint16_t got_port;
+	z.peers = calloc((size_t)b->size, sizeof *z.peers);
+	if (!z.peers)
 		return LOOM_ERR_NOMEM;
 	for (i = 0; i < b->size; i++)
-		fds[i] = -1;
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	memset(&a, 0, sizeof a);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_ANY);
-	a.sin_port = htons((uint16_t)mport);
-	if (ls >= 0)
-		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 128)) {
-		LOOM_ERR("bootstrap: rank 0 cannot listen on MASTER_PORT %d: %s", mport, strerror(errno));
-		if (ls >= 0)
-			close(ls);
-		free(fds);
-		return LOOM_ERR_BOOTSTRAP;
+		z.peers[i].fd = -1;
+	snprintf(what, sizeof what, "MASTER_PORT %d", mport);
+	if ((rc = loom_boot_listen(mip, (uint16_t)mport, &ls, &got_port))) {
+		LOOM_ERR("bootstrap: rank 0 cannot listen on MASTER_ADDR:MASTER_PORT %s:%d", maddr, mport);
+		goto out;
 	}
 	tab[0].ip = mip;
 	tab[0].port = myport;
 	tab[0].pid = b->pid[0];
 	memcpy(tab[0].node, b->nodename[0], 64);
-	while (got < b->size - 1) {
-		struct pollfd pf = { ls, POLLIN, 0 };
-		struct rv_hello h;
-		struct sockaddr_in pa;
-		socklen_t pl = sizeof pa;
-		int s;
-		if (loom_now() > deadline) {
-			char miss[256] = "";
-			size_t l = 0;
-			for (i = 1; i < b->size && l + 12 < sizeof miss; i++)
-				if (fds[i] < 0)
-					l += (size_t)snprintf(miss + l, sizeof miss - l, "%s%d", l ? "," : "", i);
-			LOOM_ERR("bootstrap: rendezvous at %s:%d: ranks %s never connected", maddr, mport,
-				 miss);
-			rc = LOOM_ERR_BOOTSTRAP;
-			goto out;
-		}
-		if (poll(&pf, 1, 200) <= 0)
-			continue;
-		s = accept4(ls, (struct sockaddr *)&pa, &pl, SOCK_CLOEXEC);
-		if (s < 0)
-			continue;
-		if (loom_fd_read_all(s, &h, sizeof h, loom_now() + 10) || h.magic != RV_MAGIC) {
-			LOOM_WARN("bootstrap: ignored a stray connection on MASTER_PORT %d", mport);
-			close(s);
-			continue;
-		}
-		if (h.size != b->size || h.rank <= 0 || h.rank >= b->size || fds[h.rank] >= 0) {
-			LOOM_ERR("bootstrap: a task says rank %d of WORLD_SIZE %d (mine: WORLD_SIZE %d)%s",
-				 h.rank, h.size, b->size,
-				 h.rank > 0 && h.rank < b->size && fds[h.rank] >= 0 ? ": rank given twice" : "");
-			close(s);
-			rc = LOOM_ERR_BOOTSTRAP;
-			goto out;
-		}
-		fds[h.rank] = s;
-		tab[h.rank].ip = pa.sin_addr.s_addr;
-		tab[h.rank].port = h.port;
-		tab[h.rank].pid = h.pid;
-		h.node[63] = 0;
-		memcpy(tab[h.rank].node, h.node, 64);
-		got++;
+	rc = loom_hs_accept(ls, &cfg, b->size - 1, deadline);
+	if (rc == LOOM_ERR_TIMEOUT) {
+		char miss[256] = "";
+		size_t l = 0;
+		for (i = 1; i < b->size && l + 12 < sizeof miss; i++)
+			if (z.peers[i].fd < 0)
+				l += (size_t)snprintf(miss + l, sizeof miss - l, "%s%d", l ? "," : "", i);
+		LOOM_ERR("bootstrap: rendezvous at %s:%d: ranks %s never connected", maddr, mport, miss);
+		rc = LOOM_ERR_BOOTSTRAP;
 	}
+	if (rc)
+		goto out;
+	reply = malloc(rlen);
+	if (!reply) {
+		rc = LOOM_ERR_NOMEM;
+		goto out;
+	}
+	reply->nonce = b->nonce;
+	memcpy(reply->shm_key, b->shm_key, sizeof reply->shm_key);
+	memcpy(reply + 1, tab, (size_t)b->size * sizeof *tab);
+	loom_sha256(reply, rlen, digest);
 	for (i = 1; i < b->size; i++) {
-		if (loom_fd_write_all(fds[i], &b->nonce, sizeof b->nonce, deadline) ||
-		    loom_fd_write_all(fds[i], tab, (size_t)b->size * sizeof *tab, deadline)) {
+		if (loom_hs_reply(b->key, &z.peers[i], reply, rlen, digest, deadline)) {
 			LOOM_ERR("bootstrap: cannot send the table to rank %d", i);
 			rc = LOOM_ERR_BOOTSTRAP;
 			goto out;
@@ -153,18 +152,72 @@ static int rank0(struct loom_boot *b, int mport, uint32_t mip, uint16_t myport,
 	}
 out:
 	for (i = 0; i < b->size; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	free(fds);
-	close(ls);
+		if (z.peers[i].fd >= 0)
+			close(z.peers[i].fd);
+	free(z.peers);
+	free(reply);
+	if (ls >= 0)
+		close(ls);
 	return rc;
+}
+
+/* rank > 0: reach rank 0, listen where it sees us, say who we are, get
+ * the table */
+static int rank_n(struct loom_boot *b, int mport, uint32_t mip, struct rv_entry *tab,
+		  double deadline, double tmo, const char *maddr)
+{
+	struct loom_hs_peer p;
+	struct sockaddr_in me;
+	socklen_t ml = sizeof me;
+	struct rv_hello h;
+	size_t rlen = sizeof(struct rv_head) + (size_t)b->size * sizeof *tab;
+	struct rv_head *reply = malloc(rlen);
+	uint16_t myport;
+	int rc;
+	if (!reply)
+		return LOOM_ERR_NOMEM;
+	rc = loom_hs_dial(mip, (uint16_t)mport, LOOM_HS_RENDEZVOUS, deadline, &p);
+	if (rc) {
+		LOOM_ERR("bootstrap: cannot reach MASTER_ADDR:MASTER_PORT %s:%d after %.0f s (LOOM_BOOTSTRAP_TIMEOUT)%s",
+			 maddr, mport, tmo, rc == LOOM_ERR_BOOTSTRAP ? ": what answers there is not loom" : "");
+		free(reply);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	if (getsockname(p.fd, (struct sockaddr *)&me, &ml) ||
+	    (rc = loom_boot_listen(me.sin_addr.s_addr, 0, &b->listen_fd, &myport))) {
+		close(p.fd);
+		free(reply);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	memset(&h, 0, sizeof h);
+	h.pid = b->pid[b->rank];
+	h.port = myport;
+	memcpy(h.node, b->nodename[b->rank], 64);
+	rc = loom_hs_hello(b->key, &p, LOOM_HS_RENDEZVOUS, b->rank, b->size, &h, sizeof h, deadline);
+	if (!rc)
+		rc = loom_hs_read_reply(b->key, &p, reply, rlen, deadline);
+	close(p.fd);
+	if (rc == LOOM_HS_FORGED)
+		LOOM_ERR("bootstrap: the process at MASTER_ADDR:MASTER_PORT %s:%d does not hold this job's secret: "
+			 "another program holds that port (or LOOM_JOB_SECRET differs between the ranks)",
+			 maddr, mport);
+	else if (rc)
+		LOOM_ERR("bootstrap: rendezvous at %s:%d failed: rank 0 refused us (LOOM_JOB_SECRET differs from "
+			 "rank 0's?) or gave up; see its log", maddr, mport);
+	if (!rc) {
+		b->nonce = reply->nonce;
+		memcpy(b->shm_key, reply->shm_key, sizeof b->shm_key);
+		memcpy(tab, reply + 1, (size_t)b->size * sizeof *tab);
+	}
+	free(reply);
+	return rc ? LOOM_ERR_BOOTSTRAP : LOOM_SUCCESS;
 }
 
 int loom_boot_env(struct loom_boot *b)
 {
 	const char *maddr;
 	int mport, rc, i;
-	uint16_t myport;
+	uint16_t myport = 0;
 	double tmo = loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120), deadline;
 	struct addrinfo hints, *ai = NULL;
 	uint32_t mip;
@@ -183,11 +236,16 @@ int loom_boot_env(struct loom_boot *b)
 	loom_node_identity(b->nodename[b->rank]);
 	b->pid[b->rank] = (int)getpid();
 	b->listen_fd = -1;
+	if ((rc = loom_boot_keys(b)))
+		return rc;
 	if (b->size == 1) {
 		b->peer_fds[0] = -1;
-		b->nonce = fresh_nonce();
-		return LOOM_SUCCESS;
+		return loom_boot_fresh_ids(b);
 	}
+	if (!b->have_secret && b->rank == 0)
+		LOOM_WARN("bootstrap: LOOM_JOB_SECRET is unset, so any process that reaches MASTER_PORT can join "
+			  "this job as a rank. loom.so sets it under srun; other launchers should give every rank "
+			  "the same random value, e.g. LOOM_JOB_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n')");
 	maddr = getenv("MASTER_ADDR");
 	if (!maddr || !*maddr) {
 		LOOM_ERR("bootstrap: MASTER_ADDR unset (RANK=%d WORLD_SIZE=%d)", b->rank, b->size);
@@ -204,8 +262,6 @@ int loom_boot_env(struct loom_boot *b)
 	}
 	mip = ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr;
 	freeaddrinfo(ai);
-	if ((rc = loom_boot_listen(&b->listen_fd, &myport)))
-		return rc;
 	deadline = loom_now() + tmo;
 	tab = calloc((size_t)b->size, sizeof *tab);
 	ips = calloc((size_t)b->size, sizeof *ips);
@@ -215,52 +271,12 @@ int loom_boot_env(struct loom_boot *b)
 		goto out;
 	}
 	if (b->rank == 0) {
-		b->nonce = fresh_nonce();
-		if ((rc = rank0(b, mport, mip, myport, tab, deadline, maddr)))
+		/* rank 0's mesh port is on the address the others are told */
+		if ((rc = loom_boot_fresh_ids(b)) || (rc = loom_boot_listen(mip, 0, &b->listen_fd, &myport)) ||
+		    (rc = rank0(b, mport, mip, myport, tab, deadline, maddr)))
 			goto out;
-	} else {
-		struct sockaddr_in a;
-		struct rv_hello h;
-		int s = -1;
-		memset(&a, 0, sizeof a);
-		a.sin_family = AF_INET;
-		a.sin_addr.s_addr = mip;
-		a.sin_port = htons((uint16_t)mport);
-		for (;;) {
-			s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0)
-				break;
-			if (s >= 0)
-				close(s);
-			s = -1;
-			if (loom_now() > deadline)
-				break;
-			usleep(100000);
-		}
-		if (s < 0) {
-			LOOM_ERR("bootstrap: cannot reach MASTER_ADDR:MASTER_PORT %s:%d after %.0f s (LOOM_BOOTSTRAP_TIMEOUT)",
-				 maddr, mport, tmo);
-			rc = LOOM_ERR_BOOTSTRAP;
-			goto out;
-		}
-		memset(&h, 0, sizeof h);
-		h.magic = RV_MAGIC;
-		h.rank = b->rank;
-		h.size = b->size;
-		h.pid = b->pid[b->rank];
-		h.port = myport;
-		memcpy(h.node, b->nodename[b->rank], 64);
-		if (loom_fd_write_all(s, &h, sizeof h, deadline) ||
-		    loom_fd_read_all(s, &b->nonce, sizeof b->nonce, deadline) ||
-		    loom_fd_read_all(s, tab, (size_t)b->size * sizeof *tab, deadline)) {
-			LOOM_ERR("bootstrap: rendezvous at %s:%d failed (rank 0 refused us or timed out; see its log)",
-				 maddr, mport);
-			close(s);
-			rc = LOOM_ERR_BOOTSTRAP;
-			goto out;
-		}
-		close(s);
-	}
+	} else if ((rc = rank_n(b, mport, mip, tab, deadline, tmo, maddr)))
+		goto out;
 	for (i = 0; i < b->size; i++) {
 		ips[i] = tab[i].ip;
 		ports[i] = tab[i].port;
@@ -273,9 +289,10 @@ out:
 	free(tab);
 	free(ips);
 	free(ports);
-	if (rc && b->listen_fd >= 0) {
+	if (rc) {
 		int k;
-		close(b->listen_fd);
+		if (b->listen_fd >= 0)
+			close(b->listen_fd);
 		b->listen_fd = -1;
 		for (k = 0; k < b->size; k++)
 			if (b->peer_fds[k] > 0)

@@ -1,14 +1,17 @@
 /* runtime/boot/bootstrap_pmix.c: bootstrap under `srun --mpi=pmix`: rank and
  * size from PMIx, then every rank publishes "ip port pid node" (PMIx_Put,
- * Commit, Fence with data collection) and reads everyone else's. The
- * address is this host's first non-loopback IPv4 address (127.0.0.1 when
- * there is none). Built only with PMIx (HAVE_PMIX). */
+ * Commit, Fence with data collection) and reads everyone else's; rank 0
+ * also publishes the world's random key, nonce and shm key, which only
+ * the job's own processes can get from their PMIx server. The address is
+ * this host's first non-loopback IPv4 address (127.0.0.1 when there is
+ * none); the mesh listens on it alone. Built only with PMIx (HAVE_PMIX). */
 #include "boot/boot.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <pmix.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,12 +40,89 @@ int loom_pmix_finalize(void)
 	return PMIx_Finalize(NULL, 0) == PMIX_SUCCESS ? LOOM_SUCCESS : LOOM_ERR_BOOTSTRAP;
 }
 
+/* rank 0's random bits, as hex: key, nonce, shm key */
+#define SECRET_BYTES (LOOM_KEY_LEN + 8 + 16)
+
+static void to_hex(const uint8_t *in, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+	size_t i;
+	for (i = 0; i < n; i++) {
+		out[2 * i] = d[in[i] >> 4];
+		out[2 * i + 1] = d[in[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+static int from_hex(const char *in, uint8_t *out, size_t n)
+{
+	size_t i;
+	unsigned v;
+	if (strlen(in) != 2 * n)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (sscanf(in + 2 * i, "%2x", &v) != 1)
+			return -1;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+static int put_secret(struct loom_boot *b)
+{
+	uint8_t raw[SECRET_BYTES];
+	char hex[2 * SECRET_BYTES + 1];
+	pmix_value_t v;
+	pmix_status_t st;
+	if (loom_random_bytes(raw, sizeof raw))
+		return LOOM_ERR_SYSTEM;
+	to_hex(raw, sizeof raw, hex);
+	PMIX_VALUE_CONSTRUCT(&v);
+	v.type = PMIX_STRING;
+	v.data.string = hex;
+	st = PMIx_Put(PMIX_GLOBAL, "loom.secret", &v);
+	OPENSSL_cleanse(raw, sizeof raw);
+	if (st != PMIX_SUCCESS) {
+		LOOM_ERR("bootstrap: PMIx_Put(loom.secret) failed: %s", PMIx_Error_string(st));
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	return LOOM_SUCCESS;
+}
+
+static int get_secret(struct loom_boot *b, const pmix_proc_t *me)
+{
+	pmix_proc_t zero;
+	pmix_value_t *val = NULL;
+	pmix_status_t st;
+	uint8_t raw[SECRET_BYTES];
+	int ok;
+	PMIX_PROC_CONSTRUCT(&zero);
+	memcpy(zero.nspace, me->nspace, sizeof zero.nspace);
+	zero.rank = 0;
+	st = PMIx_Get(&zero, "loom.secret", NULL, 0, &val);
+	ok = st == PMIX_SUCCESS && val && val->type == PMIX_STRING && val->data.string &&
+	     from_hex(val->data.string, raw, sizeof raw) == 0;
+	if (val)
+		PMIX_VALUE_RELEASE(val);
+	if (!ok) {
+		LOOM_ERR("bootstrap: no key from rank 0 over PMIx (%s)", PMIx_Error_string(st));
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	memcpy(b->key, raw, LOOM_KEY_LEN);
+	memcpy(&b->nonce, raw + LOOM_KEY_LEN, 8);
+	memcpy(b->shm_key, raw + LOOM_KEY_LEN + 8, 16);
+	OPENSSL_cleanse(raw, sizeof raw);
+	b->have_secret = 1;
+	return LOOM_SUCCESS;
+}
+
 int loom_boot_pmix(struct loom_boot *b)
 {
 	pmix_proc_t me, wild, peer;
 	pmix_value_t *val = NULL, v;
-	pmix_info_t info;
+	pmix_info_t info[2];
 	pmix_status_t st;
+	int tmo = (int)loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120);
 	uint16_t port;
 	uint32_t *ips = NULL;
 	uint16_t *ports = NULL;
@@ -65,9 +145,6 @@ int loom_boot_pmix(struct loom_boot *b)
 	b->size = (int)val->data.uint32;
 	PMIX_VALUE_RELEASE(val);
 	b->rank = (int)me.rank;
-	b->nonce = loom_mix64(0x706d6978ull, 0);
-	for (i = 0; me.nspace[i] && i < PMIX_MAX_NSLEN; i++)
-		b->nonce = loom_mix64(b->nonce, (uint64_t)(unsigned char)me.nspace[i]);
 	b->peer_fds = calloc((size_t)b->size, sizeof *b->peer_fds);
 	b->nodename = calloc((size_t)b->size, sizeof *b->nodename);
 	b->pid = calloc((size_t)b->size, sizeof *b->pid);
@@ -84,9 +161,16 @@ int loom_boot_pmix(struct loom_boot *b)
 		b->peer_fds[0] = -1;
 		free(ips);
 		free(ports);
-		return LOOM_SUCCESS;
+		if ((rc = loom_boot_fresh_ids(b)) == LOOM_SUCCESS)
+			rc = loom_random_bytes(b->key, sizeof b->key);
+		b->have_secret = 1;
+		if (rc)
+			PMIx_Finalize(NULL, 0);
+		return rc;
 	}
-	if ((rc = loom_boot_listen(&b->listen_fd, &port)))
+	if ((rc = loom_boot_listen(ip, 0, &b->listen_fd, &port)))
+		goto fail;
+	if (b->rank == 0 && (rc = put_secret(b)))
 		goto fail;
 	inet_ntop(AF_INET, &ip, ipstr, sizeof ipstr);
 	snprintf(buf, sizeof buf, "%s %u %d %s", ipstr, port, b->pid[b->rank], b->nodename[b->rank]);
@@ -99,15 +183,22 @@ int loom_boot_pmix(struct loom_boot *b)
 		rc = LOOM_ERR_BOOTSTRAP;
 		goto fail;
 	}
-	PMIX_INFO_CONSTRUCT(&info);
-	PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-	st = PMIx_Fence(&wild, 1, &info, 1);
-	PMIX_INFO_DESTRUCT(&info);
+	/* with a deadline: a rank that never comes must not hang the others */
+	PMIX_INFO_CONSTRUCT(&info[0]);
+	PMIX_INFO_CONSTRUCT(&info[1]);
+	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &tmo, PMIX_INT);
+	st = PMIx_Fence(&wild, 1, info, 2);
+	PMIX_INFO_DESTRUCT(&info[0]);
+	PMIX_INFO_DESTRUCT(&info[1]);
 	if (st != PMIX_SUCCESS) {
-		LOOM_ERR("bootstrap: PMIx_Fence failed: %s", PMIx_Error_string(st));
+		LOOM_ERR("bootstrap: PMIx_Fence failed: %s%s", PMIx_Error_string(st),
+			 st == PMIX_ERR_TIMEOUT ? " (LOOM_BOOTSTRAP_TIMEOUT: a rank never came)" : "");
 		rc = LOOM_ERR_BOOTSTRAP;
 		goto fail;
 	}
+	if ((rc = get_secret(b, &me)))
+		goto fail;
 	PMIX_PROC_CONSTRUCT(&peer);
 	memcpy(peer.nspace, me.nspace, sizeof peer.nspace);
 	for (i = 0; i < b->size; i++) {

@@ -45,8 +45,7 @@ static int boot_single(struct loom_boot *b)
 	b->peer_fds[0] = -1;
 	loom_node_identity(b->nodename[0]);
 	b->pid[0] = (int)getpid();
-	b->nonce = loom_mix64((uint64_t)getpid(), (uint64_t)(loom_now() * 1e9));
-	return LOOM_SUCCESS;
+	return loom_boot_fresh_ids(b);
 }
 
 static void world_free(struct loom_world *w)
@@ -113,6 +112,7 @@ int loom_native_world(loom_comm_t **world)
 	w->rank = b.rank;
 	w->size = b.size;
 	w->nonce = b.nonce;
+	memcpy(w->shm_key, b.shm_key, sizeof w->shm_key);
 	w->nodename = b.nodename;
 	w->pid = b.pid;
 	b.nodename = NULL;
@@ -135,6 +135,7 @@ int loom_native_world(loom_comm_t **world)
 	loom_log_identity(w->rank, w->size, w->nodename[w->rank]);
 	rc = loom_engine_create(w, b.listen_fd, b.peer_fds, &engine_hooks);
 	boot_free(&b);
+	memset(b.key, 0, sizeof b.key);
 	if (rc) {
 		free(ranks);
 		loom_engine_destroy(w);

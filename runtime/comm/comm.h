@@ -11,7 +11,8 @@
 enum { LOOM_TR_AUTO = 0, LOOM_TR_SHM, LOOM_TR_TCP };
 struct loom_world {
 	int rank, size;
-	uint64_t nonce;           /* the same on every rank; names shm segments */
+	uint64_t nonce;           /* the same on every rank, random from rank 0 */
+	uint8_t shm_key[16];      /* random from rank 0: shm names (transport_shm.c) */
 	int nnodes;
 	int *node_of;             /* world rank -> node index (first-appearance order) */
 	char (*nodename)[64];     /* world rank -> node name */

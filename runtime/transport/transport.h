@@ -66,6 +66,10 @@ struct loom_xreq {
 struct loom_shm;
 int loom_shm_attach(struct loom_comm *c);   /* when c has >1 local member and shm allowed */
 void loom_shm_detach(struct loom_comm *c);
+/* the checked create (local leader, O_EXCL) and open (the others, never
+ * creating; owner, mode 0600 and size checked): an fd, or -1 logged */
+int loom_shm_segment_create(const char *name, size_t size);
+int loom_shm_segment_open(const char *name, size_t size, double deadline);
 /* Move bytes on the ring to/from local member peer_l; return bytes moved
  * this call (0: nothing possible now), or a negative status. */
 int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag);

@@ -9,9 +9,13 @@
  * reduce. Waiting is done by the caller (xfer.c): spin briefly, then
  * sleep on the bell.
  *
- * The segment name holds the world's nonce, the communicator context and
- * the node, so jobs, communicators and (on one test host) fake nodes never
- * meet; it is unlinked as soon as every local rank has mapped it. */
+ * Only the job's user can reach a segment (docs/security.md): its name is
+ * an HMAC of the communicator context and the node under random bits from
+ * rank 0 (shared over the authenticated bootstrap), so nobody else can
+ * guess the next one; the local leader creates it with O_EXCL, mode 0600,
+ * and the other local ranks open it only once it exists, after checking
+ * with fstat that it is a 0600 file of their own user of the right size.
+ * It is unlinked as soon as every local rank has mapped it. */
 #include "comm/comm.h"  /* the world and communicator tables, read as data */
 
 #include <errno.h>
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NSLOT 16
@@ -65,25 +70,101 @@ static struct ring *ring_of(struct loom_shm *s, int from, int to)
 	return &s->rings[from * s->nlocal + to];
 }
 
+static void segment_name(struct loom_comm *c, char *out, size_t len)
+{
+	struct { uint64_t ctx; int32_t node; } in = { c->ctx, c->w->node_of[c->w->rank] };
+	uint8_t key[LOOM_KEY_LEN], mac[LOOM_MAC_LEN];
+	int i;
+	memcpy(key, c->w->shm_key, 16);
+	memcpy(key + 16, c->w->shm_key, 16);
+	loom_hmac(key, &in, sizeof in, mac);
+	snprintf(out, len, "/loom-");
+	for (i = 0; i < 16; i++)
+		snprintf(out + 6 + 2 * i, len - 6 - 2 * (size_t)i, "%02x", mac[i]);
+}
+
+/* 0 when fd is a segment this rank may use: ours, 0600, size bytes (1:
+ * not grown to its size yet); else -1 with the error logged */
+static int segment_ok(int fd, const char *name, size_t size)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		LOOM_ERR("shared memory %s: fstat: %s", name, strerror(errno));
+		return -1;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0600 || !S_ISREG(st.st_mode)) {
+		LOOM_ERR("shared memory %s belongs to uid %u with mode %04o, not to this job's user (uid %u, 0600): "
+			 "refusing it; another user may be interfering (LOOM_TRANSPORT=tcp avoids shared memory)",
+			 name, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+		return -1;
+	}
+	if ((size_t)st.st_size > size) {
+		LOOM_ERR("shared memory %s has %lld bytes, more than the %zu this communicator makes: refusing it",
+			 name, (long long)st.st_size, size);
+		return -1;
+	}
+	return (size_t)st.st_size == size ? 0 : 1;
+}
+
+/* the local leader makes the segment; O_EXCL: a name that exists is not ours */
+int loom_shm_segment_create(const char *name, size_t size)
+{
+	int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+	if (fd < 0) {
+		LOOM_ERR("shared memory %s: cannot create it: %s%s; LOOM_TRANSPORT=tcp avoids it", name,
+			 strerror(errno), errno == EEXIST ? " (someone else made that name first)" : "");
+		return -1;
+	}
+	if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
+		LOOM_ERR("shared memory %s (%zu bytes): %s; LOOM_TRANSPORT=tcp avoids it", name, size,
+			 strerror(errno));
+		close(fd);
+		shm_unlink(name);
+		return -1;
+	}
+	return fd;
+}
+
+/* the others wait for the leader's segment (never creating one) */
+int loom_shm_segment_open(const char *name, size_t size, double deadline)
+{
+	for (;;) {
+		int fd = shm_open(name, O_RDWR, 0), ok;
+		if (fd < 0 && errno != ENOENT) {
+			LOOM_ERR("shared memory %s: %s; LOOM_TRANSPORT=tcp avoids it", name, strerror(errno));
+			return -1;
+		}
+		if (fd >= 0) {
+			ok = segment_ok(fd, name, size);
+			if (ok == 0)
+				return fd;
+			close(fd);
+			if (ok < 0)
+				return -1;
+		}
+		if (loom_now() > deadline) {
+			LOOM_ERR("shared memory %s: the node's first rank did not create it in time", name);
+			return -1;
+		}
+		usleep(1000);
+	}
+}
+
 int loom_shm_attach(struct loom_comm *c)
 {
 	struct loom_shm *s = calloc(1, sizeof *s);
 	int fd, nl = c->local_size;
 	uint32_t n;
+	double wait = c->timeout < 120 ? c->timeout : 120;
 	if (!s)
 		return LOOM_ERR_NOMEM;
 	s->nlocal = nl;
 	s->size = sizeof(struct seg_hdr) + (size_t)nl * sizeof(struct slot_bell) +
 		  (size_t)nl * (size_t)nl * sizeof(struct ring);
-	snprintf(s->name, sizeof s->name, "/loom-%016llx-%016llx-%d",
-		 (unsigned long long)c->w->nonce, (unsigned long long)c->ctx,
-		 c->w->node_of[c->w->rank]);
-	fd = shm_open(s->name, O_CREAT | O_RDWR, 0600);
-	if (fd < 0 || ftruncate(fd, (off_t)s->size) != 0) {
-		LOOM_ERR("shared memory %s (%zu bytes): %s; LOOM_TRANSPORT=tcp avoids it",
-			 s->name, s->size, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	segment_name(c, s->name, sizeof s->name);
+	fd = c->local_rank == 0 ? loom_shm_segment_create(s->name, s->size)
+				: loom_shm_segment_open(s->name, s->size, loom_now() + wait);
+	if (fd < 0) {
 		free(s);
 		return LOOM_ERR_SYSTEM;
 	}
@@ -91,6 +172,8 @@ int loom_shm_attach(struct loom_comm *c)
 	close(fd);
 	if (s->base == MAP_FAILED) {
 		LOOM_ERR("mmap of %s: %s", s->name, strerror(errno));
+		if (c->local_rank == 0)
+			shm_unlink(s->name);
 		free(s);
 		return LOOM_ERR_SYSTEM;
 	}

@@ -29,6 +29,7 @@ struct umsg {
 	uint64_t ctx, tag;
 	char *buf;
 	size_t len;
+	struct peer *from;    /* counted in from->unexp_bytes (NULL: a send to self) */
 	struct umsg *next;
 };
 
@@ -46,6 +47,7 @@ struct peer {
 	size_t rleft, rpos;   /* rt == ru == NULL: discard rleft bytes */
 	struct loom_treq *posted, *posted_tail;
 	struct umsg *unexp, *unexp_tail;
+	size_t unexp_bytes;   /* kept for receives not posted yet: capped */
 };
 
 struct loom_engine {
@@ -56,6 +58,7 @@ struct loom_engine {
 	int stop;
 	int listen_fd;
 	int n, self;
+	size_t unexp_max;     /* LOOM_UNEXPECTED_MAX: bytes kept per peer */
 	struct peer *p;
 	struct loom_world *w;
 	const struct loom_engine_hooks *hooks;
@@ -154,6 +157,8 @@ static struct loom_treq *take_posted(struct peer *p, uint64_t ctx, uint64_t tag)
 
 static void deliver_kept(struct loom_treq *r, struct umsg *u)
 {
+	if (u->from)
+		u->from->unexp_bytes -= u->len;
 	if (u->len != r->len) {
 		LOOM_ERR("message of %zu bytes where %zu were expected (ranks out of step?)",
 			 u->len, r->len);
@@ -276,6 +281,15 @@ static int do_read(struct loom_engine *e, int i)
 				complete(p->rt, LOOM_ERR_MISMATCH);
 				p->rt = NULL;
 			} else if (!p->rt) {
+				/* the header's length is the peer's word: bound what it
+				 * makes us hold before anyone asked for it */
+				if (h.len > e->unexp_max - p->unexp_bytes) {
+					LOOM_ERR("rank %d sent %llu bytes nobody has asked for yet, over the %zu bytes "
+						 "LOOM_UNEXPECTED_MAX lets one peer have waiting (%zu already): out of memory for it",
+						 i, (unsigned long long)h.len, e->unexp_max, p->unexp_bytes);
+					peer_lost(e, i, "too many bytes sent ahead of their receives");
+					return -1;
+				}
 				p->ru = calloc(1, sizeof *p->ru);
 				if (p->ru)
 					p->ru->buf = malloc(h.len ? h.len : 1);
@@ -286,6 +300,8 @@ static int do_read(struct loom_engine *e, int i)
 				p->ru->ctx = h.ctx;
 				p->ru->tag = h.tag;
 				p->ru->len = h.len;
+				p->ru->from = p;
+				p->unexp_bytes += h.len;
 			}
 			p->rleft = h.len;
 			p->rpos = 0;
@@ -600,6 +616,10 @@ int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds,
 	e->w = w;
 	e->listen_fd = listen_fd;
 	e->evfd = -1;
+	{
+		double m = loom_env_double("LOOM_UNEXPECTED_MAX", 4.0 * (1ull << 30));
+		e->unexp_max = m >= 1 ? (size_t)m : 4ull << 30;
+	}
 	for (i = 0; i < e->n; i++) {
 		e->p[i].fd = peer_fds ? peer_fds[i] : -1;
 		if (i != e->self && e->p[i].fd >= 0)

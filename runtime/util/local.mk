@@ -1,7 +1,10 @@
 # runtime/util/: logging, time and environment, futex bells, reduction
 # kernels, status texts
 runtime_libloom_core_la_SOURCES += runtime/util/util.h runtime/util/error.c \
-	runtime/util/log.c runtime/util/sync.c runtime/util/reduce_ops.c
+	runtime/util/log.c runtime/util/sync.c runtime/util/reduce_ops.c \
+	runtime/util/secret.c
+runtime_libloom_core_la_CFLAGS += $(CRYPTO_CFLAGS)
+runtime_libloom_core_la_LIBADD += $(CRYPTO_LIBS)
 check_PROGRAMS += runtime/test/reduce_ops
 runtime_test_reduce_ops_SOURCES = runtime/test/reduce_ops.c
 runtime_test_reduce_ops_LDADD = runtime/libloom_core.la -lm

@@ -27,6 +27,16 @@ double loom_now(void);  /* monotonic seconds */
 double loom_env_double(const char *name, double dflt);
 uint64_t loom_mix64(uint64_t a, uint64_t b);
 
+/* secret.c: the job key (LOOM_JOB_SECRET), random bytes, HMAC-SHA256 */
+#define LOOM_KEY_LEN 32
+#define LOOM_MAC_LEN 32
+int loom_job_key(uint8_t key[LOOM_KEY_LEN], int *have_secret);
+int loom_random_bytes(void *buf, size_t n);
+void loom_hmac(const uint8_t key[LOOM_KEY_LEN], const void *msg, size_t len,
+	       uint8_t out[LOOM_MAC_LEN]);
+int loom_mac_equal(const uint8_t a[LOOM_MAC_LEN], const uint8_t b[LOOM_MAC_LEN]);
+void loom_sha256(const void *msg, size_t len, uint8_t out[32]);
+
 /* A bell: a counter a waiter sleeps on (futex, also across processes when
  * it lives in shared memory). Ring it after changing what a waiter checks. */
 struct loom_bell {

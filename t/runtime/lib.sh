@@ -6,7 +6,8 @@
 #   env_srun ARGS -- PROG ARGS...
 #                      srun with the torch variables set by hand (RANK,
 #                      WORLD_SIZE, MASTER_ADDR=first node, MASTER_PORT free),
-#                      i.e. the env bootstrap, independent of the plugin
+#                      and a fresh LOOM_JOB_SECRET, i.e. the env bootstrap,
+#                      independent of the plugin
 #   ranks_pass N PATTERN CMD...
 #                      CMD (an srun, or ranks started by hand) exits 0 AND
 #                      its output, kept in $TEST_TMP/o, holds PATTERN once
@@ -45,6 +46,8 @@ env_srun() {
 	shift
 	port=$(free_port) || return 1
 	# shellcheck disable=SC2086
+	# a fresh job secret, as a launcher gives one to all its ranks
+	LOOM_JOB_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n') \
 	MASTER_PORT_T=$port t_srun $args sh -c 'RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS MASTER_ADDR=n1 MASTER_PORT=$MASTER_PORT_T exec "$@"' sh "$@"
 }
 

@@ -1,0 +1,50 @@
+/* spank/job_secret.c: make the step's LOOM_JOB_SECRET in srun. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "job_secret.h"
+
+int loom_job_secret_make(char *out, size_t outlen, char *err, size_t errlen)
+{
+	unsigned char raw[LOOM_JOB_SECRET_HEX / 2];
+	size_t got = 0, i;
+	if (outlen < LOOM_JOB_SECRET_HEX + 1) {
+		snprintf(err, errlen, "internal: secret buffer of %zu bytes", outlen);
+		return -1;
+	}
+	while (got < sizeof raw) {
+		ssize_t r = getrandom(raw + got, sizeof raw - got, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(err, errlen, "cannot make %s: getrandom: %s", LOOM_JOB_SECRET_VAR, strerror(errno));
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	for (i = 0; i < sizeof raw; i++)
+		snprintf(out + 2 * i, outlen - 2 * i, "%02x", raw[i]);
+	memset(raw, 0, sizeof raw);
+	return 0;
+}
+
+int loom_job_secret_export(char *err, size_t errlen)
+{
+	char hex[LOOM_JOB_SECRET_HEX + 1];
+	const char *have = getenv(LOOM_JOB_SECRET_VAR);
+	if (have && *have)
+		return 0;
+	if (loom_job_secret_make(hex, sizeof hex, err, errlen) < 0)
+		return -1;
+	if (setenv(LOOM_JOB_SECRET_VAR, hex, 1) != 0) {
+		snprintf(err, errlen, "cannot set %s: %s", LOOM_JOB_SECRET_VAR, strerror(errno));
+		return -1;
+	}
+	memset(hex, 0, sizeof hex);
+	return 1;
+}
