@@ -72,12 +72,15 @@ static struct ring *ring_of(struct loom_shm *s, int from, int to)
 
 static void segment_name(struct loom_comm *c, char *out, size_t len)
 {
-	struct { uint64_t ctx; int32_t node; } in = { c->ctx, c->w->node_of[c->w->rank] };
-	uint8_t key[LOOM_KEY_LEN], mac[LOOM_MAC_LEN];
+	/* bytes laid out by hand: a struct's padding would differ per rank */
+	uint8_t in[12], key[LOOM_KEY_LEN], mac[LOOM_MAC_LEN];
+	int32_t node = c->w->node_of[c->w->rank];
 	int i;
+	memcpy(in, &c->ctx, 8);
+	memcpy(in + 8, &node, 4);
 	memcpy(key, c->w->shm_key, 16);
 	memcpy(key + 16, c->w->shm_key, 16);
-	loom_hmac(key, &in, sizeof in, mac);
+	loom_hmac(key, in, sizeof in, mac);
 	snprintf(out, len, "/loom-");
 	for (i = 0; i < 16; i++)
 		snprintf(out + 6 + 2 * i, len - 6 - 2 * (size_t)i, "%02x", mac[i]);
