@@ -565,8 +565,10 @@ int main(int argc, char **argv)
 	memset(recv, 0, maxel * es);
 
 	if (me == 0) {
+		/* the backend the world runs on, not the one asked for: with
+		 * "auto", LOOM_BACKEND decides */
 		printf("# loom-bench %s: %s, %d ranks, backend %s, dtype %s", loom_version(),
-		       coll_names[o.coll], nranks, o.backend_name, loom_dtype_name(o.dtype));
+		       coll_names[o.coll], nranks, loom_comm_backend(w), loom_dtype_name(o.dtype));
 		if (is_reduction(o.coll))
 			printf(", op %s", loom_op_name(o.op));
 		if (is_rooted(o.coll))
