@@ -1,7 +1,8 @@
 # contrib/: plugstack sample, packaging, Kubernetes, monitoring.
 EXTRA_DIST += contrib/plugstack.conf.sample
 EXTRA_DIST += \
-	contrib/container/Dockerfile \
+	contrib/container/Dockerfile contrib/container/build contrib/container/engine \
+	contrib/container/containers.conf contrib/container/loom-sshd \
 	contrib/kubernetes/mpijob.yaml \
 	contrib/kubernetes/slurm-on-kubernetes.yaml \
 	contrib/rpm/loom.spec \
@@ -12,3 +13,5 @@ EXTRA_DIST += \
 	contrib/debian/loom-tools.install \
 	contrib/build-deb contrib/build-rpm contrib/install-deps
 EXTRA_DIST += contrib/monitoring/grafana-loom.json contrib/monitoring/README.md
+# the image built and run: two containers as two nodes, the MPIJob launcher
+dist_check_SCRIPTS += t/t8000-container.t
