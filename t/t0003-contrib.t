@@ -23,6 +23,27 @@ test_expect_success 'the schema check rejects an MPIJob without workers' '
 else
 	test_skip 'Kubernetes manifests pass the structural schema check' 'python3-yaml not installed'
 fi
+# A real Kubernetes client, offline: kubectl's own parser renders the
+# manifests (kustomize). `kubectl create --dry-run=client` cannot run
+# without an API server: it asks the server's discovery for every kind,
+# even ConfigMap ("unable to recognize ...: connection refused").
+if command -v kubectl >/dev/null 2>&1; then
+test_expect_success 'kubectl renders the Kubernetes manifests offline (kustomize), every object named' '
+	mkdir "$TEST_TMP/k" && cp "$k8s"/*.yaml "$TEST_TMP/k/" &&
+	printf "resources:\n- mpijob.yaml\n- slurm-on-kubernetes.yaml\n" >"$TEST_TMP/k/kustomization.yaml" &&
+	KUBECONFIG=/dev/null kubectl kustomize "$TEST_TMP/k" >"$TEST_TMP/rendered" &&
+	python3 - "$TEST_TMP/rendered" >"$TEST_TMP/objects" <<-\EOF &&
+	import sys, yaml
+	for d in yaml.safe_load_all(open(sys.argv[1])):
+	    print(d["apiVersion"], d["kind"], d["metadata"]["name"])
+	EOF
+	printf "%s\n" "v1 ConfigMap loom-example-job" "v1 ConfigMap loom-plugstack" \
+		"kubeflow.org/v2beta1 MPIJob loom-bench" >"$TEST_TMP/want" &&
+	diff "$TEST_TMP/want" "$TEST_TMP/objects"
+'
+else
+	test_skip 'kubectl renders the Kubernetes manifests offline' 'kubectl not installed (Debian: kubernetes-client)'
+fi
 test_expect_success 'the Grafana dashboard is valid JSON and queries only series loom writes' '
 	python3 - "$LOOM_SRC_DIR/contrib/monitoring/grafana-loom.json" "$LOOM_SRC_DIR/runtime/metrics/metrics.c" <<-\EOF
 	import json, re, sys
