@@ -12,6 +12,14 @@
 #define CKPT_MAX_NDIM 8
 #define CKPT_NAME_MAX 200
 #define CKPT_DEFAULT_CHUNK ((uint64_t)4 << 20)
+/* the chunk sizes a manifest (and LOOM_CKPT_CHUNK) may have: a chunk of a
+ * few bytes would make the table of chunk sums larger than the data */
+#define CKPT_CHUNK_MIN ((uint64_t)4 << 10)
+#define CKPT_CHUNK_MAX ((uint64_t)1 << 30)
+/* a tensor's bytes (and any product of its shape) stay below this, so
+ * that offsets in the virtual byte space and on the wire (int64) hold */
+#define CKPT_BYTES_MAX ((uint64_t)1 << 60)
+#define CKPT_MANIFEST_MAX (64u << 20)
 
 /* ---- checksums (ckpt_format.c) ---- */
 enum { CKPT_SUM_CRC32C = 1, CKPT_SUM_XXH3 = 2 };
@@ -193,14 +201,24 @@ int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_
 
 /* A tensor name is 1..200 printable non-space ASCII characters. */
 int ckpt_name_ok(const char *name);
+/* product(shape[0..ndim)) * esize into *bytes; 0 when it would reach
+ * CKPT_BYTES_MAX (or ndim is outside 1..CKPT_MAX_NDIM) */
+int ckpt_shape_bytes(int ndim, const uint64_t *shape, uint64_t esize, uint64_t *bytes);
 
-/* ---- directory (ckpt_format.c) ---- */
+/* ---- directory (ckpt_dir.c) ----
+ * Entries below DIR are never followed if links, and entries of another
+ * user are skipped: both with a warning (docs/checkpoint-format.md). */
 int ckpt_fsync_path(const char *path);
-/* committed steps in dir (step-<N> with a MANIFEST), descending; *n set */
+/* "step-<N>": 1 and *step; 0 for any other name */
+int ckpt_step_name(const char *s, long long *step);
+/* committed steps in dir (real step-<N> directories of ours with a
+ * MANIFEST), descending; *n set */
 int ckpt_list_steps(const char *dir, long long **steps, int *n);
-/* remove a directory tree made by us (one level of files) */
-int ckpt_rmtree(const char *path);
-/* keep the `keep` highest committed steps, remove the others */
+/* remove DIR/NAME, a directory made by us (one level of files); a link
+ * is left alone: 0, -1 */
+int ckpt_rmtree(const char *dir, const char *name);
+/* keep the `keep` highest committed steps, remove the others and the
+ * leftovers of crashed saves and writers */
 int ckpt_prune(const char *dir, int keep, long long just_committed);
 /* DIR/latest: "step-<N>\n" replaced atomically; read: -1 when absent */
 int ckpt_write_latest(const char *dir, long long step);

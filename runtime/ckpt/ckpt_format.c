@@ -1,10 +1,9 @@
-/* runtime/ckpt/ckpt_format.c: checksums, the MANIFEST text, and the files of a
- * checkpoint directory (see docs/checkpoint-format.md). No communication. */
+/* runtime/ckpt/ckpt_format.c: checksums and the MANIFEST text (the files of a
+ * checkpoint directory: ckpt_dir.c; docs/checkpoint-format.md). No communication. */
 #include "config.h"
 #include "ckpt/ckpt.h"
 #include "loom.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -165,6 +164,18 @@ int ckpt_name_ok(const char *name)
 	return 1;
 }
 
+int ckpt_shape_bytes(int ndim, const uint64_t *shape, uint64_t esize, uint64_t *bytes)
+{
+	uint64_t b = esize;
+	if (ndim < 1 || ndim > CKPT_MAX_NDIM || esize == 0)
+		return 0;
+	for (int d = 0; d < ndim; d++)
+		if (__builtin_mul_overflow(b, shape[d], &b) || b >= CKPT_BYTES_MAX)
+			return 0;
+	*bytes = b;
+	return 1;
+}
+
 static int dtype_parse(const char *s)
 {
 	for (int d = 0; d < LOOM_DTYPE_COUNT; d++)
@@ -260,20 +271,22 @@ int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *
 			if (!(m->algo = ckpt_sum_parse(w1)))
 				WHY("unknown checksum '%s'", w1);
 		} else if (sscanf(line, "chunk %" SCNu64, &m->chunk) == 1) {
-			if (!m->chunk)
-				WHY("chunk 0");
+			if (m->chunk < CKPT_CHUNK_MIN || m->chunk > CKPT_CHUNK_MAX)
+				WHY("line %d: chunk %" PRIu64 " outside %" PRIu64 "..%" PRIu64 " bytes",
+				    lineno, m->chunk, CKPT_CHUNK_MIN, CKPT_CHUNK_MAX);
 		} else if (!strncmp(line, "writer ", 7)) {
 			snprintf(m->writer, sizeof m->writer, "%s", line + 7);
 		} else if (sscanf(line, "tensors %d", &ntens) == 1) {
-			if (ntens < 0 || ntens > 1000000 || m->t)
-				WHY("bad tensor count");
+			/* each tensor line takes more than 32 bytes of the text */
+			if (ntens < 0 || (size_t)ntens > len / 32 || m->t)
+				WHY("line %d: bad tensor count", lineno);
 			m->t = calloc((size_t)ntens + 1, sizeof *m->t);
 			if (!m->t)
 				WHY("out of memory");
 		} else if (!strncmp(line, "tensor ", 7)) {
 			ckpt_mtensor_t *t;
 			char dt[32], shape[256], file[40];
-			uint64_t elems = 1;
+			uint64_t want;
 			if (!m->t || seen >= ntens)
 				WHY("line %d: more tensors than declared", lineno);
 			t = &m->t[seen];
@@ -292,13 +305,18 @@ int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *
 			for (char *s = shape; *s;) {
 				if (t->ndim >= CKPT_MAX_NDIM)
 					WHY("line %d: too many dimensions", lineno);
+				errno = 0;
 				t->shape[t->ndim] = strtoull(s, &endp, 10);
-				if (endp == s || (*endp && *endp != ','))
+				if (*s < '0' || *s > '9' || errno || (*endp && *endp != ','))
 					WHY("line %d: bad shape", lineno);
-				elems *= t->shape[t->ndim++];
+				t->ndim++;
 				s = *endp ? endp + 1 : endp;
 			}
-			if (t->ndim == 0 || elems * loom_dtype_size((loom_dtype_t)t->dtype) != t->bytes)
+			if (!ckpt_shape_bytes(t->ndim, t->shape, loom_dtype_size((loom_dtype_t)t->dtype),
+					      &want))
+				WHY("line %d: tensor %s: the shape has no dimension or is too large "
+				    "(%" PRIu64 " bytes or more)", lineno, t->name, CKPT_BYTES_MAX);
+			if (want != t->bytes)
 				WHY("line %d: tensor %s: bytes %" PRIu64 " do not match its shape", lineno,
 				    t->name, t->bytes);
 			seen++;
@@ -326,21 +344,27 @@ bad:
 
 int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen)
 {
-	char path[4096];
 	struct stat st;
-	int fd, rc;
+	int sfd, fd, rc;
 	char *text;
-	snprintf(path, sizeof path, "%s/MANIFEST", stepdir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = 0, n;
+	memset(m, 0, sizeof *m);
+	/* neither the step directory nor MANIFEST is followed if a link */
+	sfd = open(stepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = sfd < 0 ? -1 : openat(sfd, "MANIFEST", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(why, whylen, "%s: %s", path, strerror(errno));
-		memset(m, 0, sizeof *m);
-		return errno == ENOENT ? LOOM_ERR_NOT_FOUND : LOOM_ERR_IO;
+		int e = errno;
+		snprintf(why, whylen, "%.400s/MANIFEST: %s", stepdir,
+			 e == ELOOP || e == ENOTDIR ? "a symbolic link (not followed)" : strerror(e));
+		if (sfd >= 0)
+			close(sfd);
+		return e == ENOENT ? LOOM_ERR_NOT_FOUND : LOOM_ERR_IO;
 	}
-	if (fstat(fd, &st) != 0 || st.st_size > (64 << 20)) {
+	close(sfd);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > CKPT_MANIFEST_MAX) {
 		close(fd);
-		snprintf(why, whylen, "%s: cannot size or too large", path);
-		memset(m, 0, sizeof *m);
+		snprintf(why, whylen, "%.400s/MANIFEST: not a regular file of at most %u bytes",
+			 stepdir, CKPT_MANIFEST_MAX);
 		return LOOM_ERR_CORRUPT;
 	}
 	text = malloc((size_t)st.st_size + 1);
@@ -348,7 +372,6 @@ int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_
 		close(fd);
 		return LOOM_ERR_NOMEM;
 	}
-	ssize_t got = 0, n;
 	while (got < st.st_size && (n = read(fd, text + got, (size_t)(st.st_size - got))) > 0)
 		got += n;
 	close(fd);
@@ -356,171 +379,8 @@ int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_
 	free(text);
 	if (rc != LOOM_SUCCESS) {
 		char tmp[512];
-		snprintf(tmp, sizeof tmp, "%.300s: %.200s", path, why);
+		snprintf(tmp, sizeof tmp, "%.300s/MANIFEST: %.200s", stepdir, why);
 		snprintf(why, whylen, "%s", tmp);
 	}
 	return rc;
-}
-
-/* ---- directory ---- */
-int ckpt_fsync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
-	if (fd < 0)
-		return -1;
-	rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
-static int parse_step_name(const char *s, long long *step)
-{
-	char *end;
-	if (strncmp(s, "step-", 5) || s[5] < '0' || s[5] > '9')
-		return 0;
-	*step = strtoll(s + 5, &end, 10);
-	return *end == 0;
-}
-
-static int cmp_desc(const void *a, const void *b)
-{
-	long long x = *(const long long *)a, y = *(const long long *)b;
-	return x < y ? 1 : x > y ? -1 : 0;
-}
-
-int ckpt_list_steps(const char *dir, long long **steps, int *n)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	long long *v = NULL, s;
-	int cnt = 0, cap = 0;
-	*steps = NULL;
-	*n = 0;
-	if (!d)
-		return LOOM_ERR_IO;
-	while ((e = readdir(d))) {
-		char p[4096];
-		struct stat st;
-		if (!parse_step_name(e->d_name, &s))
-			continue;
-		snprintf(p, sizeof p, "%s/%s/MANIFEST", dir, e->d_name);
-		if (stat(p, &st) != 0)
-			continue;
-		if (cnt == cap) {
-			long long *nv = realloc(v, sizeof *v * (size_t)(cap = cap ? 2 * cap : 16));
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return LOOM_ERR_NOMEM;
-			}
-			v = nv;
-		}
-		v[cnt++] = s;
-	}
-	closedir(d);
-	if (cnt)
-		qsort(v, (size_t)cnt, sizeof *v, cmp_desc);
-	*steps = v;
-	*n = cnt;
-	return LOOM_SUCCESS;
-}
-
-int ckpt_rmtree(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	if (!d)
-		return errno == ENOENT ? 0 : -1;
-	while ((e = readdir(d))) {
-		char p[4096];
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	return rmdir(path);
-}
-
-int ckpt_prune(const char *dir, int keep, long long just_committed)
-{
-	long long *v;
-	int n, rc = ckpt_list_steps(dir, &v, &n);
-	if (rc != LOOM_SUCCESS)
-		return rc;
-	for (int i = keep; i < n; i++) {
-		char p[4096], q[4096];
-		if (v[i] == just_committed)
-			continue;
-		/* rename first, so that a half-removed step is never taken for one */
-		snprintf(p, sizeof p, "%s/step-%lld", dir, v[i]);
-		snprintf(q, sizeof q, "%s/.prune-step-%lld", dir, v[i]);
-		if (rename(p, q) == 0)
-			ckpt_rmtree(q);
-	}
-	free(v);
-	/* leftovers of crashed commits or prunes (one writer per directory:
-	 * the commit in progress has been renamed by now) */
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		char p[4096];
-		if (strncmp(e->d_name, ".tmp-step-", 10) && strncmp(e->d_name, ".prune-step-", 12) &&
-		    strncmp(e->d_name, ".replaced-step-", 15))
-			continue;
-		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-		ckpt_rmtree(p);
-	}
-	if (d)
-		closedir(d);
-	ckpt_fsync_path(dir);
-	return LOOM_SUCCESS;
-}
-
-/* NAME in DIR holds TEXT, or is unchanged: write aside, fsync, rename */
-int ckpt_write_small(const char *dir, const char *name, const char *text)
-{
-	char tmp[4096], dst[4096];
-	size_t n = strlen(text);
-	int fd;
-	snprintf(tmp, sizeof tmp, "%s/.%s.tmp-%ld", dir, name, (long)getpid());
-	snprintf(dst, sizeof dst, "%s/%s", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return LOOM_ERR_IO;
-	if (write(fd, text, n) != (ssize_t)n || fsync(fd) != 0) {
-		close(fd);
-		unlink(tmp);
-		return LOOM_ERR_IO;
-	}
-	close(fd);
-	if (rename(tmp, dst) != 0) {
-		unlink(tmp);
-		return LOOM_ERR_IO;
-	}
-	return ckpt_fsync_path(dir) == 0 ? LOOM_SUCCESS : LOOM_ERR_IO;
-}
-
-int ckpt_write_latest(const char *dir, long long step)
-{
-	char line[64];
-	snprintf(line, sizeof line, "step-%lld\n", step);
-	return ckpt_write_small(dir, "latest", line);
-}
-
-long long ckpt_read_latest(const char *dir)
-{
-	char p[4096], line[64];
-	long long s;
-	FILE *f;
-	snprintf(p, sizeof p, "%s/latest", dir);
-	if (!(f = fopen(p, "re")))
-		return -1;
-	if (!fgets(line, sizeof line, f)) {
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	line[strcspn(line, "\n")] = 0;
-	return parse_step_name(line, &s) ? s : -1;
 }

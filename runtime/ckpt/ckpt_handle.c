@@ -71,6 +71,10 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 	}
 	e = getenv("SLURM_JOB_ID");
 	snprintf(ck->job, sizeof ck->job, "%s", e && *e ? e : "nojob");
+	for (char *c = ck->job; *c; c++) /* it becomes part of file names */
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ||
+		      (*c >= 'A' && *c <= 'Z') || *c == '_' || *c == '-'))
+			*c = '_';
 	if (!dir || !*dir) {
 		LOOM_ERR("ckpt: no checkpoint directory: pass one to loom_ckpt_open or set "
 			 "LOOM_CKPT_DIR (srun --loom-ckpt=DIR)");
@@ -150,7 +154,7 @@ int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int 
 		     const size_t *shape, const size_t *offset, const size_t *extent, void *data)
 {
 	ckpt_tensor_t *t = NULL;
-	uint64_t sh[CKPT_MAX_NDIM], off[CKPT_MAX_NDIM], ext[CKPT_MAX_NDIM];
+	uint64_t sh[CKPT_MAX_NDIM], off[CKPT_MAX_NDIM], ext[CKPT_MAX_NDIM], bytes = 0;
 	int declare = !offset && !extent && !data;
 	if (!ck || !ckpt_name_ok(name) || loom_dtype_size(dtype) == 0 || ndim < 1 ||
 	    ndim > CKPT_MAX_NDIM || !shape || (!declare && (!offset || !extent || !data))) {
@@ -161,6 +165,11 @@ int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int 
 		sh[d] = shape[d];
 		off[d] = declare ? 0 : offset[d];
 		ext[d] = declare ? 0 : extent[d];
+	}
+	if (!ckpt_shape_bytes(ndim, sh, loom_dtype_size(dtype), &bytes)) {
+		LOOM_ERR("ckpt: tensor %s: shape too large (%d dimensions whose product times %zu "
+			 "bytes reaches 2^60 bytes or overflows)", name, ndim, loom_dtype_size(dtype));
+		return LOOM_ERR_INVALID;
 	}
 	if (!declare && ckpt_block_runs(ndim, sh, off, ext, 1, NULL, NULL) < 0) {
 		LOOM_ERR("ckpt: tensor %s: block outside the global shape", name);
@@ -175,6 +184,14 @@ int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int 
 			return LOOM_ERR_INVALID;
 		}
 	} else {
+		uint64_t total = bytes;
+		for (int i = 0; i < ck->nt; i++)
+			total += ck->t[i].bytes; /* the sum so far and bytes: each < 2^60 */
+		if (total >= CKPT_BYTES_MAX || ck->nt >= 1000000) {
+			LOOM_ERR("ckpt: tensor %s: the registered tensors would exceed 2^60 bytes "
+				 "or a million tensors", name);
+			return LOOM_ERR_INVALID;
+		}
 		if (ck->nt == ck->cap) {
 			int nc = ck->cap ? 2 * ck->cap : 8;
 			ckpt_tensor_t *nt = realloc(ck->t, sizeof *nt * (size_t)nc);
@@ -189,11 +206,8 @@ int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int 
 		t->dtype = (int)dtype;
 		t->ndim = ndim;
 		t->esize = loom_dtype_size(dtype);
-		t->bytes = t->esize;
-		for (int d = 0; d < ndim; d++) {
-			t->shape[d] = sh[d];
-			t->bytes *= sh[d];
-		}
+		t->bytes = bytes;
+		memcpy(t->shape, sh, sizeof(uint64_t) * (size_t)ndim);
 	}
 	if (declare)
 		return LOOM_SUCCESS;

@@ -71,7 +71,7 @@ static void load_files(loom_ckpt_t *ck, ck_op_t *op, const char *sdir)
 		if (!ckpt_plan_touches(&op->p, ck->rank, i, 0))
 			continue;
 		snprintf(f, sizeof f, "%s/%s", sdir, op->fnames[i]);
-		if ((op->fds[i] = open(f, O_RDONLY | O_CLOEXEC)) < 0) {
+		if ((op->fds[i] = open(f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 			snprintf(op->why, sizeof op->why, "%.400s: %s", f, strerror(errno));
 			op->io_rc = LOOM_ERR_CORRUPT;
 		} else if (fstat(op->fds[i], &st) == 0 && (uint64_t)st.st_size != op->bytes[i]) {
@@ -107,6 +107,39 @@ static int load_verify(loom_ckpt_t *ck, const ck_op_t *op, const char *sdir, con
 	return rc;
 }
 
+/* Every rank read its own copy of the manifest: chunk size, algorithm,
+ * sizes and sums must be the same everywhere before they shape the plan
+ * (a node that sees another directory or a stale cache would otherwise
+ * cut other pieces and hang the exchange). Every rank says so. */
+static int agree_manifest(loom_ckpt_t *ck, const ck_op_t *op, const ckpt_manifest_t *m,
+			  const uint64_t *want, long long step)
+{
+	int64_t v[6], r[6];
+	uint32_t h = 0;
+	int rc;
+	for (int i = 0; i < ck->nt; i++) {
+		h = ckpt_crc32c(h, &op->bytes[i], sizeof op->bytes[i]);
+		h = ckpt_crc32c(h, &want[i], sizeof want[i]);
+	}
+	v[0] = (int64_t)m->chunk;
+	v[1] = -(int64_t)m->chunk;
+	v[2] = m->algo;
+	v[3] = -(int64_t)m->algo;
+	v[4] = h;
+	v[5] = -(int64_t)h;
+	if ((rc = loom_allreduce(v, r, 6, LOOM_INT64, LOOM_MAX, ck->comm)))
+		return rc;
+	if (r[0] == -r[1] && r[2] == -r[3] && r[4] == -r[5])
+		return LOOM_SUCCESS;
+	LOOM_ERR("ckpt: ranks read different manifests of step %lld in %s: chunk %lld..%lld "
+		 "bytes, checksum %s..%s, tensor sizes or sums %s (this rank: chunk %llu, %s); is "
+		 "it the same shared directory on every node?", step, ck->dir, (long long)-r[1],
+		 (long long)r[0], ckpt_sum_name((int)-r[3]), ckpt_sum_name((int)r[2]),
+		 r[4] == -r[5] ? "agree" : "differ", (unsigned long long)m->chunk,
+		 ckpt_sum_name(m->algo));
+	return LOOM_ERR_MISMATCH;
+}
+
 int loom_ckpt_load(loom_ckpt_t *ck, long long step)
 {
 	char sdir[4096];
@@ -124,7 +157,7 @@ int loom_ckpt_load(loom_ckpt_t *ck, long long step)
 	rc = load_manifest(ck, &op, sdir, step, &m, &want);
 	if (rc && ck->rank == 0)
 		LOOM_WARN("ckpt: %s", op.why);
-	if ((rc = ck_agree(ck, rc)))
+	if ((rc = ck_agree(ck, rc)) || (rc = agree_manifest(ck, &op, &m, want, step)))
 		goto out;
 	op.sums.algo = m.algo;
 	if ((rc = ck_plan_make(ck, &op.p, op.bytes, m.chunk)))

@@ -33,13 +33,13 @@ static int save_plan(loom_ckpt_t *ck, ck_op_t *op, uint64_t chunk)
 
 /* rank 0 makes the temporary directory and full-size files; then every
  * rank opens those it writes */
-static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp)
+static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp, const char *tmpname)
 {
 	int rc;
 	op->sums.sums = calloc((size_t)op->p.cbase[ck->nt] + 1, sizeof *op->sums.sums);
 	rc = op->sums.sums ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
 	if (ck->rank == 0 && !rc) {
-		ckpt_rmtree(tmp); /* a crashed attempt of this job */
+		ckpt_rmtree(ck->dir, tmpname); /* a crashed attempt of this job */
 		if (mkdir(tmp, 0755) != 0) {
 			LOOM_ERR("ckpt: mkdir %s: %s", tmp, strerror(errno));
 			rc = LOOM_ERR_IO;
@@ -47,7 +47,7 @@ static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp)
 		for (int i = 0; i < ck->nt && !rc; i++) {
 			char f[4200];
 			snprintf(f, sizeof f, "%s/%s", tmp, op->fnames[i]);
-			int fd = open(f, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 			if (fd < 0 || ftruncate(fd, (off_t)op->bytes[i]) != 0) {
 				LOOM_ERR("ckpt: create %s: %s", f, strerror(errno));
 				rc = LOOM_ERR_IO;
@@ -63,7 +63,7 @@ static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp)
 			continue;
 		char f[4200];
 		snprintf(f, sizeof f, "%s/%s", tmp, op->fnames[i]);
-		if ((op->fds[i] = open(f, O_RDWR | O_CLOEXEC)) < 0) {
+		if ((op->fds[i] = open(f, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 			LOOM_ERR("ckpt: open %s: %s", f, strerror(errno));
 			rc = LOOM_ERR_IO;
 		}
@@ -169,12 +169,13 @@ static int write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, ui
 static int publish(loom_ckpt_t *ck, long long step, const char *tmp)
 {
 	struct stat st;
-	char fin[4096], aside[4200];
+	char fin[4096], aside[4200], asname[128];
 	snprintf(fin, sizeof fin, "%s/step-%lld", ck->dir, step);
+	snprintf(asname, sizeof asname, ".replaced-step-%lld-%s", step, ck->job);
 	aside[0] = 0;
-	if (stat(fin, &st) == 0) {
-		snprintf(aside, sizeof aside, "%s/.replaced-step-%lld-%s", ck->dir, step, ck->job);
-		ckpt_rmtree(aside);
+	if (lstat(fin, &st) == 0) {
+		snprintf(aside, sizeof aside, "%s/%s", ck->dir, asname);
+		ckpt_rmtree(ck->dir, asname);
 		if (rename(fin, aside) != 0)
 			aside[0] = 0;
 	}
@@ -185,7 +186,7 @@ static int publish(loom_ckpt_t *ck, long long step, const char *tmp)
 		return LOOM_ERR_IO;
 	}
 	if (aside[0])
-		ckpt_rmtree(aside);
+		ckpt_rmtree(ck->dir, asname); /* a link moved aside stays, with a warning */
 	if (ckpt_write_latest(ck->dir, step) != LOOM_SUCCESS) {
 		LOOM_ERR("ckpt: update %s/latest: %s", ck->dir, strerror(errno));
 		return LOOM_ERR_IO;
@@ -199,11 +200,14 @@ static int publish(loom_ckpt_t *ck, long long step, const char *tmp)
 static void requeue_request(loom_ckpt_t *ck, long long step)
 {
 	const char *restart = getenv("SLURM_RESTART_COUNT"), *want = getenv("LOOM_CKPT_REQUEUE");
+	const char *sstep = getenv("SLURM_STEP_ID");
 	char text[256];
 	if (!getenv("SLURM_JOB_ID") || (want && !strcmp(want, "0")))
 		return;
-	snprintf(text, sizeof text, "job=%s\nrestart=%s\nstep=%lld\nsignal=%s\n", ck->job,
-		 restart && *restart ? restart : "0", step, ck_sig_name(ck->stopped));
+	/* the Slurm step too: only the step that wrote it acts on it */
+	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n",
+		 ck->job, restart && *restart ? restart : "0", sstep && *sstep ? sstep : "none",
+		 step, ck_sig_name(ck->stopped));
 	if (ckpt_write_small(ck->dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS)
 		LOOM_WARN("ckpt: cannot write %s/%s (%s): the job will not be requeued",
 			  ck->dir, CKPT_REQUEUE_FILE, strerror(errno));
@@ -228,7 +232,7 @@ static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t c
 
 int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 {
-	char tmp[4096] = "";
+	char tmp[4096] = "", tmpname[128];
 	uint64_t chunk;
 	ck_op_t op;
 	int rc;
@@ -237,11 +241,13 @@ int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 		return LOOM_ERR_INVALID;
 	if ((rc = ck_table_check(ck)))
 		return rc;
-	chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK, 1, 1L << 40);
+	chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
+				      (long)CKPT_CHUNK_MIN, (long)CKPT_CHUNK_MAX);
 	if ((rc = save_plan(ck, &op, chunk)))
 		goto out;
-	snprintf(tmp, sizeof tmp, "%s/.tmp-step-%lld-%s", ck->dir, step, ck->job);
-	if ((rc = save_files(ck, &op, tmp)) || (rc = save_data(ck, &op, step)))
+	snprintf(tmpname, sizeof tmpname, ".tmp-step-%lld-%s", step, ck->job);
+	snprintf(tmp, sizeof tmp, "%s/%s", ck->dir, tmpname);
+	if ((rc = save_files(ck, &op, tmp, tmpname)) || (rc = save_data(ck, &op, step)))
 		goto out;
 	t1 = ck_now_s();
 	ck->st.data_s = t1 - t0;
@@ -254,7 +260,7 @@ out:
 	if (rc == LOOM_SUCCESS)
 		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
 	if (rc && ck->rank == 0 && tmp[0])
-		ckpt_rmtree(tmp); /* never a committed one: tmp is ours */
+		ckpt_rmtree(ck->dir, tmpname); /* never a committed one: tmp is ours */
 	ck_op_free(ck, &op);
 	return rc;
 }

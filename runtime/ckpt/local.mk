@@ -4,6 +4,7 @@
 runtime_libloom_core_la_SOURCES += runtime/ckpt/ckpt_signal.c runtime/ckpt/ckpt_handle.c \
 	runtime/ckpt/ckpt_plan.c runtime/ckpt/ckpt_exchange.c runtime/ckpt/ckpt_window.c \
 	runtime/ckpt/ckpt_save.c runtime/ckpt/ckpt_load.c runtime/ckpt/ckpt_format.c \
+	runtime/ckpt/ckpt_dir.c \
 	runtime/ckpt/ckpt_layout.c runtime/ckpt/ckpt.h runtime/ckpt/ckpt_internal.h
 if HAVE_XXHASH
 runtime_libloom_core_la_CFLAGS += $(XXHASH_CFLAGS)
@@ -17,6 +18,11 @@ runtime_test_ckpt_format_LDADD = runtime/libloom_core.la
 runtime_test_ckpt_world_SOURCES = runtime/test/ckpt_world.c
 runtime_test_ckpt_world_LDADD = runtime/libloom.la
 TESTS += runtime/test/ckpt_format runtime/test/ckpt_world
+# links, other users' entries and manifest bounds (docs/checkpoint-format.md)
+check_PROGRAMS += runtime/test/ckpt_files
+runtime_test_ckpt_files_SOURCES = runtime/test/ckpt_files.c
+runtime_test_ckpt_files_LDADD = runtime/libloom_core.la -lpthread
+TESTS += runtime/test/ckpt_files
 # the plan as pure functions: hand-worked layouts, no communicator
 check_PROGRAMS += runtime/test/ckpt_plan
 runtime_test_ckpt_plan_SOURCES = runtime/test/ckpt_plan.c

@@ -476,6 +476,7 @@ static void t_signals(void)
 		size_t shape = 4, off = 0, ext = 4;
 		FILE *f;
 		setenv("SLURM_RESTART_COUNT", "3", 1);
+		setenv("SLURM_STEP_ID", "2", 1);
 		snprintf(rq, sizeof rq, "%s/.loom-requeue", dir);
 		loom_ckpt_tensor(ck, "x", LOOM_FLOAT32, 1, &shape, &off, &ext, x);
 		is_int(loom_ckpt_save(ck, 3), LOOM_SUCCESS, "save after the stop");
@@ -484,8 +485,8 @@ static void t_signals(void)
 			text[n] = 0;
 			fclose(f);
 		}
-		is_str(text, "job=77\nrestart=3\nstep=3\nsignal=USR1\n",
-		       "it leaves .loom-requeue naming job, restart, step and signal");
+		is_str(text, "job=77\nrestart=3\nslurm_step=2\nstep=3\nsignal=USR1\n",
+		       "it leaves .loom-requeue naming job, restart, Slurm step, step and signal");
 		loom_ckpt_close(ck);
 		loom_ckpt_open(w, dir, &ck);
 		ok(access(rq, F_OK) != 0, "the next open removes it (the request has been acted on)");
@@ -496,6 +497,7 @@ static void t_signals(void)
 		ok(access(rq, F_OK) != 0, "leaves no requeue request (a normal checkpoint)");
 		unsetenv("SLURM_JOB_ID");
 		unsetenv("SLURM_RESTART_COUNT");
+		unsetenv("SLURM_STEP_ID");
 	}
 	loom_ckpt_close(ck);
 	/* an ignored signal stays ignored */
@@ -577,7 +579,7 @@ int main(void)
 	if (loom_init(&w) != LOOM_SUCCESS || loom_comm_size(w) != 1)
 		bail_out("loom_init did not give a world of one (run it without srun)");
 	/* small chunks and windows: many rounds and chunk boundaries */
-	setenv("LOOM_CKPT_CHUNK", "256", 1);
+	setenv("LOOM_CKPT_CHUNK", "4096", 1);
 	setenv("LOOM_CKPT_BUFFER_BYTES", "1000", 1);
 	t_open_errors();
 	t_commit_and_keep("two-phase");
