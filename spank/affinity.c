@@ -7,19 +7,26 @@
 #include <string.h>
 
 #include "options.h"
+#include "strbuf.h"
 
 static int parse_int_list(const char *s, int *out, int max, int *n)
 {
 	*n = 0;
 	while (*s) {
 		char *end;
-		long v = strtol(s, &end, 10);
-		if (end == s || v < 0 || v > 1023)
+		long v;
+		if (*s < '0' || *s > '9')       /* strtol would take " 1", "+1", "-0" */
+			return -1;
+		v = strtol(s, &end, 10);
+		if (v > 1023)
 			return -1;
 		if (*end == '-') {      /* SLURM_STEP_GPUS may say 0-3 */
 			const char *p = end + 1;
-			long w = strtol(p, &end, 10);
-			if (end == p || w < v || w > 1023)
+			long w;
+			if (*p < '0' || *p > '9')
+				return -1;
+			w = strtol(p, &end, 10);
+			if (w < v || w > 1023)
 				return -1;
 			for (long i = v; i <= w; i++) {
 				if (*n >= max)
@@ -128,6 +135,15 @@ static void split_pool(const struct loom_topo *t, const loom_cpuset_t *pool, int
 	}
 }
 
+/* a value of task TK's plan does not fit its field: -1, and say which */
+static int too_long(char *err, size_t errlen, int tk, const char *what, size_t cap)
+{
+	snprintf(err, errlen, "--loom-affinity: the %s of local task %d does not fit in %zu "
+		 "characters; nothing was bound (use --loom-affinity=none, or fewer GPUs or NUMA "
+		 "nodes per task)", what, tk, cap - 1);
+	return -1;
+}
+
 int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g,
 		       const loom_cpuset_t *allowed, int ntasks,
 		       const struct loom_affinity_spec *spec, int gpus_per_task,
@@ -231,13 +247,13 @@ int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g
 
 	for (int tk = 0; tk < ntasks; tk++) {
 		struct loom_task_plan *p = &out[tk];
-		size_t len = 0;
+		struct loom_sb sb;
 		/* NUMA nodes of the CPUs */
-		p->numa[0] = '\0';
+		loom_sb_init(&sb, p->numa, sizeof p->numa);
 		for (int i = 0; i < t->nnuma; i++)
-			if (loom_cpuset_intersects(&t->numa[i].cpus, &p->cpus))
-				len += (size_t)snprintf(p->numa + len, sizeof p->numa - len, "%s%d",
-							len ? "," : "", t->numa[i].os_index);
+			if (loom_cpuset_intersects(&t->numa[i].cpus, &p->cpus) &&
+			    loom_sb_add(&sb, "%s%d", sb.len ? "," : "", t->numa[i].os_index) < 0)
+				return too_long(err, errlen, tk, "NUMA node list", sizeof p->numa);
 		if (!p->numa[0])
 			strcpy(p->numa, "-");
 		/* nearest NIC of each GPU (fewest users on a tie); NUMA-local without GPUs */
@@ -270,22 +286,25 @@ int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g
 				nic_use[best]++;
 			}
 		}
-		strcpy(p->nic, np ? "" : "-");
+		struct loom_sb nic, hca, cuda;
+		loom_sb_init(&nic, p->nic, sizeof p->nic);
+		loom_sb_init(&hca, p->nccl_ib_hca, sizeof p->nccl_ib_hca);
+		loom_sb_init(&cuda, p->cuda_visible, sizeof p->cuda_visible);
+		if (!np)
+			loom_sb_add(&nic, "-");
 		for (int q = 0; q < np; q++) {
 			const struct loom_topo_nic *n = &t->nic[picked[q]];
-			snprintf(p->nic + strlen(p->nic), sizeof p->nic - strlen(p->nic), "%s%s",
-				 q ? "," : "", n->name);
-			if (n->ib)
-				snprintf(p->nccl_ib_hca + strlen(p->nccl_ib_hca),
-					 sizeof p->nccl_ib_hca - strlen(p->nccl_ib_hca), "%s%s",
-					 p->nccl_ib_hca[0] ? "," : "=", n->name);
+			if (loom_sb_add(&nic, "%s%s", q ? "," : "", n->name) < 0)
+				return too_long(err, errlen, tk, "list of nearest NICs", sizeof p->nic);
+			if (n->ib && loom_sb_add(&hca, "%s%s", hca.len ? "," : "=", n->name) < 0)
+				return too_long(err, errlen, tk, "NCCL_IB_HCA", sizeof p->nccl_ib_hca);
 		}
 		/* CUDA_VISIBLE_DEVICES, and grant positions -> physical numbers */
 		for (int i = 0; i < p->ngpu; i++) {
 			int pos = p->gpu[i];
-			snprintf(p->cuda_visible + strlen(p->cuda_visible),
-				 sizeof p->cuda_visible - strlen(p->cuda_visible), "%s%s",
-				 i ? "," : "", g->visible[pos]);
+			if (loom_sb_add(&cuda, "%s%s", i ? "," : "", g->visible[pos]) < 0)
+				return too_long(err, errlen, tk, "CUDA_VISIBLE_DEVICES",
+						sizeof p->cuda_visible);
 			p->gpu[i] = g->physical[pos];
 		}
 	}

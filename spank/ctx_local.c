@@ -10,6 +10,7 @@
 #include "ckpt_dir.h"
 #include "job_secret.h"
 #include "loom_spank.h"
+#include "strbuf.h"
 #include "user_options.h"
 
 static int get_local(void *ctx, const char *name, char *buf, int len)
@@ -54,6 +55,7 @@ int loom_local_post_opt(spank_t sp)
 		if (loom_ckpt_expand(loom_eff.ckpt_dir, jid ? strtoul(jid, NULL, 10) : 0, dir, sizeof dir,
 				     err, sizeof err) < 0 ||
 		    ((!need_job || jid) && loom_ckpt_prepare(dir, 0, err, sizeof err) < 0)) {
+			loom_log_clean(err);
 			slurm_error(LOOM_PREFIX "%s", err);
 			return -1;
 		}

@@ -41,11 +41,13 @@ int loom_hostlist_count(const char *list)
 	return n;
 }
 
-/* "2(x3),1,4(x2)": count(xrepeat), comma separated */
+/* "2(x3),1,4(x2)": count(xrepeat), comma separated. The whole list is
+ * checked, also past the node asked for ("2,abc" is not a list). */
 int loom_tasks_on_node(const char *s, unsigned nodeid)
 {
 	unsigned long node = 0;
 	const char *p = s;
+	int found = -1;
 
 	if (!s || !*s || s[strlen(s) - 1] == ',')
 		return -1;
@@ -70,12 +72,13 @@ int loom_tasks_on_node(const char *s, unsigned nodeid)
 		}
 		if (*q && *q != ',')
 			return -1;
-		if (nodeid < node + rep)
-			return (int)count;
-		node += rep;
+		if (found < 0 && nodeid >= node && nodeid < node + rep)
+			found = (int)count;
+		if (node < 0xffffffffUL)
+			node += rep;
 		p = *q ? q + 1 : q;
 		if (*q && !*p)
 			return -1;
 	}
-	return -1;
+	return found;
 }

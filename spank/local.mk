@@ -24,6 +24,7 @@ spank_libloomspank_la_SOURCES = \
 	spank/topology.c spank/topology.h \
 	spank/affinity.c spank/affinity.h \
 	spank/job_secret.c spank/job_secret.h \
+	spank/strbuf.c spank/strbuf.h \
 	spank/loom_spank.h
 spank_libloomspank_la_CPPFLAGS = $(SPANK_CPPFLAGS)
 SPANK_LIB = spank/libloomspank.la
@@ -51,7 +52,8 @@ SPANK_UNIT_TESTS = \
 	spank/test/affinity \
 	spank/test/fuzz \
 	spank/test/master_addr \
-	spank/test/option_noops
+	spank/test/option_noops \
+	spank/test/strbuf
 check_PROGRAMS += $(SPANK_UNIT_TESTS)
 TESTS += $(SPANK_UNIT_TESTS)
 spank_test_plugstack_config_SOURCES = spank/test/plugstack_config.c
@@ -72,6 +74,9 @@ spank_test_master_addr_LDADD = $(SPANK_LIB) -lslurm
 spank_test_option_noops_SOURCES = spank/test/option_noops.c
 spank_test_option_noops_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_option_noops_LDADD = $(SPANK_LIB)
+spank_test_strbuf_SOURCES = spank/test/strbuf.c
+spank_test_strbuf_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_strbuf_LDADD = $(SPANK_LIB) -lslurm $(SPANK_TEST_LIBS)
 spank_test_port_SOURCES = spank/test/port.c
 spank_test_port_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_port_LDADD = $(SPANK_LIB)
@@ -99,7 +104,7 @@ spank_test_libfakenvml_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhe
 endif
 
 EXTRA_DIST += t/fixtures/gen-topology.py t/fixtures/dgx-h100.xml t/fixtures/gpu4-1numa.xml \
-	t/fixtures/nogpu-2numa.xml spank/test/libslurm.supp
+	t/fixtures/nogpu-2numa.xml t/fixtures/numa40-1gpu.xml spank/test/libslurm.supp
 dist_check_SCRIPTS += t/t1001-launch-env.t t/t1002-options.t t/t1003-affinity.t \
 	t/t1004-rendezvous.t t/t1005-fuzz-valgrind.t t/t1006-master-addr.t \
 	t/t1007-option-warnings.t t/t1009-plugin-exports.t

@@ -75,14 +75,19 @@ int loom_cpuset_parse(const char *list, loom_cpuset_t *s)
 		return -1;
 	while (*p) {
 		char *end;
-		long a = strtol(p, &end, 10), b;
-		if (end == p || a < 0 || a >= LOOM_MAX_CPUS)
+		long a, b;
+		if (*p < '0' || *p > '9')       /* strtol would take "-0", " 1", "+1" */
+			return -1;
+		a = strtol(p, &end, 10);
+		if (a >= LOOM_MAX_CPUS)
 			return -1;
 		b = a;
 		if (*end == '-') {
 			p = end + 1;
+			if (*p < '0' || *p > '9')
+				return -1;
 			b = strtol(p, &end, 10);
-			if (end == p || b < a || b >= LOOM_MAX_CPUS)
+			if (b < a || b >= LOOM_MAX_CPUS)
 				return -1;
 		}
 		for (long c = a; c <= b; c++)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "loom_spank.h"
+#include "strbuf.h"
 
 struct loom_config loom_cfg;
 struct loom_opts loom_eff;
@@ -34,6 +35,7 @@ int loom_user_option_set(enum loom_opt_id id, const char *value, const char *var
 		return -1;
 	}
 	if (loom_opt_parse(id, value ? value : "", &loom_eff, label, err, sizeof err) < 0) {
+		loom_log_clean(err);    /* it quotes what the user gave */
 		slurm_error(LOOM_PREFIX "%s", err);
 		return -1;
 	}
@@ -95,6 +97,7 @@ int loom_user_options_init(spank_t sp, int ac, char **av)
 	char err[512];
 
 	if (loom_config_parse(&loom_cfg, ac, av, err, sizeof err) < 0) {
+		loom_log_clean(err);
 		slurm_error(LOOM_PREFIX "%s", err);
 		return -1;
 	}

@@ -1,6 +1,7 @@
 /* unit test: the affinity planner on the topology fixtures in t/fixtures */
 #include "config.h"
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "../affinity.h"
 #include "../../t/tap.h"
@@ -58,6 +59,11 @@ static void cpu_lists(void)
 	loom_cpuset_format(&s, b, sizeof b);
 	is_str(b, "0-3,8,10-11", "and formats back");
 	is_int(loom_cpuset_parse("3-1", &s), -1, "reversed range rejected");
+	is_int(loom_cpuset_parse("-0", &s), -1, "'-0' rejected (no number before the dash)");
+	is_int(loom_cpuset_parse("0--1", &s), -1, "'0--1' rejected");
+	is_int(loom_cpuset_parse(" 1", &s), -1, "a leading space rejected");
+	is_int(loom_cpuset_parse("+1", &s), -1, "a sign rejected");
+	is_int(loom_cpuset_parse("1-+3", &s), -1, "a sign after the dash rejected");
 }
 
 int main(void)
@@ -191,6 +197,35 @@ int main(void)
 		is_str(cpus(1), "4-7", "nogpu: task 1 gets the second half of NUMA 0");
 		ok(disjoint(4), "nogpu: disjoint");
 		is_int(run(NULL, NULL, 1, "map:0", 0), -1, "nogpu: map with no GPUs fails");
+	}
+
+	/* string builders: a value that does not fit is an error, never cut
+	 * and never written past its field */
+	if (ok(load("numa40-1gpu.xml", NULL) == 0, "numa40-1gpu.xml loads")) {
+		is_int(topo.nnuma, 40, "numa40: 40 NUMA nodes");
+		memset(tp, 0x5a, sizeof tp);
+		is_int(run(NULL, NULL, 1, "closest", 0), -1,
+		       "numa40: a task spanning 40 NUMA nodes: its NUMA list does not fit, refused");
+		like(err, "the NUMA node list of local task 0 does not fit in 63 characters",
+		     "the message names what did not fit and where");
+		ok(memchr(tp[0].numa, 0, sizeof tp[0].numa) != NULL && tp[0].numa[0] != 0x5a,
+		   "the field stays terminated within its size");
+		is_int(run(NULL, NULL, 4, "closest", 0), 0,
+		       "numa40: 4 tasks sharing the GPU: each spans 10 NUMA nodes, which fits");
+		is_str(tp[1].numa, "10,11,12,13,14,15,16,17,18,19", "task 1: NUMA 10-19");
+	}
+	if (ok(load("dgx-h100.xml", NULL) == 0, "dgx-h100.xml loads again")) {
+		char uuids[8 * 48] = "";
+		for (int i = 0; i < 8; i++)
+			snprintf(uuids + strlen(uuids), sizeof uuids - strlen(uuids),
+				 "%sGPU-%08x-1111-2222-3333-44444444444%d", i ? "," : "", 0xabc00000u + i, i);
+		is_int(run("0-7", uuids, 1, "closest", 0), -1,
+		       "dgx: 8 GPU UUIDs for one task exceed CUDA_VISIBLE_DEVICES' 255 characters: refused");
+		like(err, "the CUDA_VISIBLE_DEVICES of local task 0 does not fit in 255 characters",
+		     "the message names CUDA_VISIBLE_DEVICES");
+		is_int(run("0-7", uuids, 2, "closest", 0), 0, "dgx: 4 UUIDs per task fit");
+		ok(strlen(tp[0].cuda_visible) == 4 * 40 + 3 && !strncmp(tp[0].cuda_visible, "GPU-abc00000-", 13),
+		   "... whole (%zu characters)", strlen(tp[0].cuda_visible));
 	}
 
 	cpu_lists();
