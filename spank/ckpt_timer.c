@@ -42,6 +42,7 @@ static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int running, stop, fired;
+	int looked;             /* the first look is made once per step */
 	uint32_t job, step;
 	int sig, seconds;
 	time_t first_wait;      /* from the first look, made by start */
@@ -132,8 +133,10 @@ int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, cha
 {
 	pthread_condattr_t ca;
 	int rc;
-	if (T.running)
+	/* every task of the step comes here: one look, one refusal at most */
+	if (T.running || T.looked)
 		return 0;
+	T.looked = 1;
 	T.job = job;
 	T.step = step;
 	T.sig = sig;

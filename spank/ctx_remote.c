@@ -20,6 +20,7 @@
 #include "loom_spank.h"
 #include "master_addr.h"
 #include "requeue.h"
+#include "strbuf.h"
 #include "user_options.h"
 
 static struct loom_task_plan *plan;     /* one per local task, NULL: no binding */
@@ -53,7 +54,10 @@ static int getenv_sp(spank_t sp, const char *name, char *buf, int len)
 /* messages for the user: the task's stderr is the user's by task_init */
 static void user_msg(const char *kind, const char *msg)
 {
-	fprintf(stderr, LOOM_PREFIX "%s%s\n", kind, msg);
+	char clean[1200];
+	snprintf(clean, sizeof clean, "%s", msg);
+	loom_log_clean(clean);  /* it may quote what the user or a host name said */
+	fprintf(stderr, LOOM_PREFIX "%s%s\n", kind, clean);
 	fflush(stderr);
 }
 
@@ -228,49 +232,86 @@ static void job_view(uint32_t job, struct loom_job_view *v)
 	slurm_free_job_info_msg(msg);
 }
 
+/* the job's user, for reaching into its checkpoint directory */
+static int job_user(spank_t sp, struct loom_user_ids *ids)
+{
+	gid_t *groups = NULL;
+	int n = 0;
+	memset(ids, 0, sizeof *ids);
+	if (spank_get_item(sp, S_JOB_UID, &ids->uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &ids->gid) != ESPANK_SUCCESS)
+		return -1;
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &n) == ESPANK_SUCCESS && n > 0) {
+		ids->groups = groups;
+		ids->ngroups = n;
+	} else {                /* no list: the primary group only */
+		ids->groups = &ids->gid;
+		ids->ngroups = 1;
+	}
+	return 0;
+}
+
 /* slurmstepd, root, as each task exits. On the step's first node: if the
  * tasks committed a checkpoint because a stop signal asked for it, requeue
  * the job now, before srun hears that its tasks ended (so the batch script
- * never sees a finished step and ends the job COMPLETED). */
+ * never sees a finished step and ends the job COMPLETED). The request is
+ * read as the job's user (a child that takes its ids: root never opens a
+ * path the user controls) and acted on once: removed first, so that a
+ * failed requeue leaves nothing a later step would take for its own. */
 int loom_remote_task_exit(spank_t sp)
 {
-	char text[512], err[600];
+	char text[LOOM_REQUEUE_MAX + 1], err[1200], env[32];
 	struct loom_requeue_req req;
 	struct loom_job_view view;
+	struct loom_user_ids ids;
 	enum loom_requeue_verdict v;
-	uint32_t job = 0, restarts = 0;
+	uint32_t job = 0, step = 0, restarts = 0;
 	int r;
 
 	if (requeued || !loom_eff.ckpt_dir[0] || !regular_step(sp) || !first_node(sp))
 		return 0;
-	r = loom_requeue_read(loom_eff.ckpt_dir, text, sizeof text, err, sizeof err);
-	if (r == 0)
-		return 0;
-	if (r < 0 || loom_requeue_parse(text, &req, err, sizeof err) < 0) {
-		slurm_error(LOOM_PREFIX "requeue request %s/%s: %s; not requeueing",
-			    loom_eff.ckpt_dir, LOOM_REQUEUE_FILE, err);
-		requeued = 1;   /* say it once */
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || job_user(sp, &ids) < 0) {
+		slurm_error(LOOM_PREFIX "cannot read the job id, step or user from Slurm: no requeue");
+		requeued = 1;
 		return 0;
 	}
-	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+	r = loom_requeue_read_as(loom_eff.ckpt_dir, &ids, text, sizeof text, err, sizeof err);
+	if (r == 0)
 		return 0;
+	requeued = 1;   /* decided once per step, whatever comes next */
+	if (r < 0 || loom_requeue_parse(text, &req, err, sizeof err) < 0) {
+		loom_log_clean(err);
+		slurm_error(LOOM_PREFIX "job %u step %u: not requeueing: the requeue request %s/%s, "
+			    "read as the job's user (uid %u), is unusable: %s", job, step,
+			    loom_eff.ckpt_dir, LOOM_REQUEUE_FILE, (unsigned)ids.uid, err);
+		if (r > 0 && loom_requeue_remove_as(loom_eff.ckpt_dir, &ids, err, sizeof err) < 0)
+			slurm_error(LOOM_PREFIX "job %u: %s", job, err);
+		return 0;
+	}
 	/* the tasks' SLURM_RESTART_COUNT, which libloom wrote into the request
 	 * (S_SLURM_RESTART_COUNT stays 0 in the stepd of a step after a requeue) */
-	if (getenv_sp(sp, "SLURM_RESTART_COUNT", text, sizeof text))
-		restarts = (uint32_t)strtoul(text, NULL, 10);
+	if (getenv_sp(sp, "SLURM_RESTART_COUNT", env, sizeof env))
+		restarts = (uint32_t)strtoul(env, NULL, 10);
 	else
 		spank_get_item(sp, S_SLURM_RESTART_COUNT, &restarts);
 	view.job = job;
 	view.restart = (long)restarts;
-	if (req.job != job || req.restart != (long)restarts) {
-		/* an earlier run's: nothing to do, no call to slurmctld */
-		slurm_info(LOOM_PREFIX "job %u restart %u: ignoring the requeue request of job %lu "
-			   "restart %ld in %s", job, restarts, req.job, req.restart, loom_eff.ckpt_dir);
-		requeued = 1;
+	view.slurm_step = (long)step;
+	if (!loom_requeue_ours(&req, &view)) {
+		/* another job's, run's or step's: nothing to do, no call to slurmctld */
+		slurm_info(LOOM_PREFIX "job %u restart %u step %u: ignoring the requeue request of "
+			   "job %lu restart %ld step %ld in %s (not this job, run and step)", job,
+			   restarts, step, req.job, req.restart, req.slurm_step, loom_eff.ckpt_dir);
+		return 0;
+	}
+	if (loom_requeue_remove_as(loom_eff.ckpt_dir, &ids, err, sizeof err) < 0) {
+		loom_log_clean(err);
+		slurm_error(LOOM_PREFIX "job %u: not requeueing: the request cannot be removed once "
+			    "acted on: %s", job, err);
 		return 0;
 	}
 	job_view(job, &view);
-	requeued = 1;
 	v = loom_requeue_decide(&req, &view);
 	if (v != LOOM_REQUEUE_YES) {
 		slurm_info(LOOM_PREFIX "job %u: checkpoint step %lld after SIG%s, not requeued: %s (state %s)",
@@ -353,18 +394,24 @@ static int task_info(spank_t sp, struct loom_task_info *ti)
 static void report_binding(spank_t sp, const struct loom_task_info *ti,
 			   const struct loom_task_plan *p, int bound, int to_user)
 {
-	char host[256] = "", cpus[4096], gpus[256] = "";
+	char host[256] = "", cpus[LOOM_MAX_CPUS * 6], gpus[256], line[sizeof cpus + 1024];
+	struct loom_sb g, l;
 	if (!getenv_sp(sp, "SLURMD_NODENAME", host, sizeof host))
 		gethostname(host, sizeof host - 1);
-	loom_cpuset_format(&p->cpus, cpus, sizeof cpus);
+	loom_log_clean(host);
+	if (loom_cpuset_format(&p->cpus, cpus, sizeof cpus) < 0)
+		strcpy(cpus, "(too many to list)");
+	loom_sb_init(&g, gpus, sizeof gpus);
 	for (int i = 0; i < p->ngpu; i++)
-		snprintf(gpus + strlen(gpus), sizeof gpus - strlen(gpus), "%s%d", i ? "," : "", p->gpu[i]);
-	char line[5120];
-	snprintf(line, sizeof line,
-		 "affinity host=%s rank=%u local_rank=%u gpus=%s cuda_visible_devices=%s cpus=%s%s numa=%s nic=%s",
-		 host, ti->rank, ti->local_rank, p->ngpu ? gpus : "none",
-		 p->cuda_visible[0] ? p->cuda_visible : "-", cpus[0] ? cpus : "-",
-		 bound ? "" : " (not bound)", p->numa, p->nic);
+		loom_sb_add(&g, "%s%d", i ? "," : "", p->gpu[i]);
+	loom_sb_init(&l, line, sizeof line);
+	if (g.full ||
+	    loom_sb_add(&l, "affinity host=%s rank=%u local_rank=%u gpus=%s cuda_visible_devices=%s "
+			"cpus=%s%s numa=%s nic=%s", host, ti->rank, ti->local_rank,
+			p->ngpu ? gpus : "none", p->cuda_visible[0] ? p->cuda_visible : "-",
+			cpus[0] ? cpus : "-", bound ? "" : " (not bound)", p->numa, p->nic) < 0)
+		snprintf(line, sizeof line, "affinity rank=%u: the binding report does not fit in "
+			 "%zu characters", ti->rank, sizeof line - 1);
 	slurm_info(LOOM_PREFIX "%s", line);
 	if (to_user) {
 		fprintf(stderr, LOOM_PREFIX "%s\n", line);
@@ -399,6 +446,7 @@ int loom_remote_task_init(spank_t sp)
 	char buf[32];
 
 	if (node_error[0]) {
+		loom_log_clean(node_error);    /* it may echo what the user set */
 		user_msg("", node_error);      /* the task's stderr: the user sees it */
 		return -1;
 	}

@@ -1,12 +1,15 @@
 /* unit test: the requeue request libloom leaves, the decision to act on
  * it, and when the time-limit signal comes */
 #include "config.h"
+#include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../ckpt_timer.h"
 #include "../requeue.h"
+#include "../strbuf.h"
 #include "../../t/tap.h"
 
 static void write_file(const char *path, const char *text)
@@ -16,6 +19,85 @@ static void write_file(const char *path, const char *text)
 		fputs(text, f);
 		fclose(f);
 	}
+}
+
+/* slurmstepd's read as the job's user: a real second user (nobody)
+ * against root-only places, links and odd files */
+static void t_read_as_user(const char *base)
+{
+	struct passwd *pw = getpwnam("nobody");
+	struct loom_user_ids nobody, root = { 0, 0, NULL, 0 };
+	char d[600], f[700], text[LOOM_REQUEUE_MAX + 1], err[1200], big[2000];
+	gid_t g;
+
+	if (geteuid() != 0 || !pw) {
+		skip(16, geteuid() ? "not root: the read as another user needs root" : "no user nobody");
+		return;
+	}
+	g = pw->pw_gid;
+	nobody = (struct loom_user_ids){ pw->pw_uid, pw->pw_gid, &g, 1 };
+	root.groups = &root.gid;
+	root.ngroups = 1;
+	chmod(base, 0755);
+	/* a directory only root can enter, with a request in it */
+	snprintf(d, sizeof d, "%s/root-only", base);
+	mkdir(d, 0700);
+	snprintf(f, sizeof f, "%s/%s", d, LOOM_REQUEUE_FILE);
+	write_file(f, "job=5\nrestart=0\nslurm_step=0\nstep=9\n");
+	is_int(loom_requeue_read_as(d, &root, text, sizeof text, err, sizeof err), 1,
+	       "as root (a root job): the request is read");
+	is_int(loom_requeue_read_as(d, &nobody, text, sizeof text, err, sizeof err), -1,
+	       "as nobody: a root-only directory is not read (slurmstepd took the user's ids)");
+	like(err, "Permission denied", "the reason is the user's own: permission denied");
+	/* the user's directory is a link to it */
+	snprintf(f, sizeof f, "%s/link", base);
+	symlink(d, f);
+	is_int(loom_requeue_read_as(f, &nobody, text, sizeof text, err, sizeof err), -1,
+	       "a checkpoint directory that links to a root-only one: nothing read");
+	like(err, "Permission denied", "... as the user could not either");
+	/* the user's own directory, with the request a link to root's file */
+	snprintf(d, sizeof d, "%s/pub", base);
+	mkdir(d, 0755);
+	if (chown(d, pw->pw_uid, pw->pw_gid) != 0)
+		bail_out("chown %s: cannot give it to nobody", d);
+	snprintf(f, sizeof f, "%s/%s", d, LOOM_REQUEUE_FILE);
+	{
+		char target[700];
+		snprintf(target, sizeof target, "%s/root-only/%s", base, LOOM_REQUEUE_FILE);
+		symlink(target, f);
+	}
+	is_int(loom_requeue_read_as(d, &nobody, text, sizeof text, err, sizeof err), -1,
+	       "a request that is a link (to a root-only file) is not followed");
+	like(err, "a symbolic link (not followed)", "... and the reason says so");
+	unlink(f);
+	memset(big, 'a', sizeof big - 1);
+	big[sizeof big - 1] = 0;
+	write_file(f, big);
+	is_int(loom_requeue_read_as(d, &nobody, text, sizeof text, err, sizeof err), -1,
+	       "a request larger than 1024 bytes is refused unread");
+	like(err, "larger than 1024 bytes", "... saying so");
+	unlink(f);
+	mkfifo(f, 0666);
+	is_int(loom_requeue_read_as(d, &nobody, text, sizeof text, err, sizeof err), -1,
+	       "a FIFO is refused (no hang waiting for a writer)");
+	like(err, "not a regular file", "... as not a regular file");
+	unlink(f);
+	is_int(loom_requeue_read_as(d, &nobody, text, sizeof text, err, sizeof err), 0,
+	       "no request: 0, nothing to say");
+	write_file(f, "job=5\nrestart=0\nslurm_step=0\nstep=9\n");
+	is_int(loom_requeue_read_as(d, &nobody, text, sizeof text, err, sizeof err), 1,
+	       "the user's own request is read as the user");
+	is_str(text, "job=5\nrestart=0\nslurm_step=0\nstep=9\n", "its bytes come back over the pipe");
+	snprintf(f, sizeof f, "%s/root-only", base);
+	is_int(loom_requeue_remove_as(f, &nobody, err, sizeof err), -1,
+	       "nobody cannot remove root's request");
+	is_int(loom_requeue_remove_as(d, &nobody, err, sizeof err), 0,
+	       "the user's request is removed as the user once acted on");
+	snprintf(f, sizeof f, "%s/%s", d, LOOM_REQUEUE_FILE);
+	ok(access(f, F_OK) != 0, "... and is gone");
+	snprintf(f, sizeof f, "rm -rf %s/root-only %s/pub %s/link", base, base, base);
+	if (system(f) != 0)
+		diag("cleanup failed");
 }
 
 int main(void)
@@ -28,15 +110,33 @@ int main(void)
 	plan(NO_PLAN);
 
 	/* the request */
-	is_int(loom_requeue_parse("job=1234\nrestart=2\nstep=85\nsignal=TERM\n", &r, err, sizeof err), 0,
-	       "a request as libloom writes it parses");
-	ok(r.job == 1234 && r.restart == 2 && r.step == 85 && !strcmp(r.signal, "TERM"),
-	   "job, restart, step and signal read back");
-	is_int(loom_requeue_parse("step=3\nextra=x\nrestart=0\njob=7", &r, err, sizeof err), 0,
+	is_int(loom_requeue_parse("job=1234\nrestart=2\nslurm_step=0\nstep=85\nsignal=TERM\n", &r, err,
+				  sizeof err), 0, "a request as libloom writes it parses");
+	ok(r.job == 1234 && r.restart == 2 && r.slurm_step == 0 && r.step == 85 &&
+	   !strcmp(r.signal, "TERM"), "job, restart, Slurm step, step and signal read back");
+	is_int(loom_requeue_parse("step=3\nextra=x\nslurm_step=4\nrestart=0\njob=7", &r, err, sizeof err), 0,
 	       "any order, unknown keys ignored, no final newline");
-	is_int(loom_requeue_parse("job=7\nrestart=0\n", &r, err, sizeof err), -1, "step missing refused");
+	is_int(loom_requeue_parse("job=7\nrestart=0\nslurm_step=1\n", &r, err, sizeof err), -1,
+	       "step missing refused");
 	like(err, "missing step=", "the message names the missing key");
-	is_int(loom_requeue_parse("job=x\nrestart=0\nstep=1\n", &r, err, sizeof err), -1, "bad job id refused");
+	is_int(loom_requeue_parse("job=7\nrestart=0\nstep=1\n", &r, err, sizeof err), -1,
+	       "a request that names no Slurm step is refused (an older or a forged one)");
+	like(err, "missing slurm_step=", "... naming the key");
+	is_int(loom_requeue_parse("job=7\nrestart=0\nslurm_step=none\nstep=1\n", &r, err, sizeof err), 0,
+	       "slurm_step=none (written outside a step) parses ...");
+	is_int((int)r.slurm_step, -1, "... as no step, which no step takes for its own");
+	is_int(loom_requeue_parse("job=7\nrestart=0\nslurm_step=1\nstep=1\nsignal=\033[2J\n", &r, err,
+				  sizeof err), -1, "a signal name with control characters is refused");
+	ok(!strchr(err, '\033'), "and the message does not carry the escape character");
+	like(err, "'signal=?[2J': bad value", "it shows it as ?");
+	{
+		char evil[120];
+		snprintf(evil, sizeof evil, "job=\033]0;owned\a%s\n", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+		is_int(loom_requeue_parse(evil, &r, err, sizeof err), -1, "a job id made of control characters is refused");
+		ok(!strchr(err, '\033') && !strchr(err, '\a'), "no control character reaches the message");
+		ok(strlen(err) < 70 && strstr(err, "...'"), "the line is cut at 40 characters, marked ...: %s", err);
+	}
+	is_int(loom_requeue_parse("job=x\nrestart=0\nslurm_step=0\nstep=1\n", &r, err, sizeof err), -1, "bad job id refused");
 	like(err, "'job=x': bad value", "the message names the line");
 	is_int(loom_requeue_parse("job=-1\nrestart=0\nstep=1\n", &r, err, sizeof err), -1, "negative job id refused");
 	is_int(loom_requeue_parse("job=0\nrestart=0\nstep=1\n", &r, err, sizeof err), -1, "job id 0 refused");
@@ -71,13 +171,15 @@ int main(void)
 	like(err, "not a regular file", "and the message says so");
 	rmdir(p);
 	unlink(q);
+	t_read_as_user(base);
 	rmdir(base);
 
 	/* the decision */
-	loom_requeue_parse("job=42\nrestart=1\nstep=10\nsignal=TERM\n", &r, err, sizeof err);
+	loom_requeue_parse("job=42\nrestart=1\nslurm_step=3\nstep=10\nsignal=TERM\n", &r, err, sizeof err);
 	memset(&v, 0, sizeof v);
 	v.job = 42;
 	v.restart = 1;
+	v.slurm_step = 3;
 	v.batch = 1;
 	v.running = 1;
 	is_int(loom_requeue_decide(&r, &v), LOOM_REQUEUE_YES, "this run's request, batch job running: requeue");
@@ -88,6 +190,10 @@ int main(void)
 	v.job = 43;
 	is_int(loom_requeue_decide(&r, &v), LOOM_REQUEUE_OTHER_RUN, "another job's request: no requeue");
 	v.job = 42;
+	v.slurm_step = 4;
+	is_int(loom_requeue_decide(&r, &v), LOOM_REQUEUE_OTHER_RUN,
+	       "an earlier step's request (its requeue failed): a later step does not act on it");
+	v.slurm_step = 3;
 	v.running = 0;
 	is_int(loom_requeue_decide(&r, &v), LOOM_REQUEUE_NOT_RUNNING, "a cancelled job stays cancelled");
 	like(loom_requeue_verdict_str(LOOM_REQUEUE_NOT_RUNNING), "cancelled", "the reason says cancelled");
