@@ -59,7 +59,7 @@ struct loom_job_view {
 	long slurm_step;        /* the step whose tasks are exiting */
 	int batch;              /* a batch job (only those can be requeued) */
 	int running;            /* RUNNING: not cancelled, not already requeued */
-	char state[32];         /* for the message */
+	char state[64];         /* for the message ("OUT_OF_MEMORY+REQUEUE+COMPLETING" fits) */
 };
 
 enum loom_requeue_verdict {

@@ -12,7 +12,7 @@ AM_TESTS_ENVIRONMENT = \
 	export LOOM_SRC_DIR LOOM_BUILD_DIR PATH LOOM_TEST_LOGS;
 
 noinst_HEADERS += t/tap.h
-EXTRA_DIST += t/lib/cluster.sh t/lib/test-lib.sh t/run-on-test-cluster t/lib/k8s-schema.py t/README.md \
+EXTRA_DIST += t/lib/cluster.sh t/lib/jobs.sh t/lib/test-lib.sh t/run-on-test-cluster t/lib/k8s-schema.py t/README.md \
 	t/python/ddp_gloo.py
 
 # shell tests against the live cluster (they start it themselves)

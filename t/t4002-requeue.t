@@ -9,23 +9,10 @@
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test_need_plugin
 test_need_cluster
+. "$LOOM_SRC_DIR/t/lib/jobs.sh"
 
 TRAIN="srun --mpi=pmix loom-dp-train --ordered --steps 300 --log-every 50"
 
-# job_field JOB FIELD: a field of `scontrol show job`
-job_field() {
-	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
-}
-# wait_state JOB SECONDS STATE...
-wait_state() {
-	local j=$1 n=$2 s; shift 2
-	for i in $(seq "$n"); do
-		s=$(job_field "$j" JobState)
-		for w in "$@"; do [ "$s" = "$w" ] && return 0; done
-		sleep 1
-	done
-	echo "job $j is $s after $n s, not $*"; scontrol show job "$j"; return 1
-}
 # wait_for FILE PATTERN SECONDS
 wait_for() {
 	for i in $(seq $(($3 * 4))); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.25; done
@@ -42,13 +29,6 @@ submit() {
 }
 digest() { sed -n 's/.*final parameters: fnv1a64 \([0-9a-f]*\).*/\1/p' "$1" | tail -1; }
 stepd_log() { cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log; }
-# wait_stepd_log PATTERN SECONDS: until a slurmd log has a line matching
-# PATTERN (loom.so's decision about a job), at most SECONDS
-wait_stepd_log() {
-	timeout "$2" sh -c 'until cat "$1"/log/slurmd-n*.log | grep -q -- "$2"; do sleep 0.2; done' \
-		sh "$LOOM_CLUSTER_DIR" "$1" && return 0
-	echo "no slurmd log line /$1/ after $2 s"; return 1
-}
 
 test_expect_success 'an uninterrupted run with --loom-ckpt completes, Restarts=0, not requeued' '
 	j=$(submit ref -p low --wrap "$TRAIN --ckpt-every 100") && echo "job $j" &&

@@ -10,6 +10,7 @@
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test_need_plugin
 test_need_cluster
+. "$LOOM_SRC_DIR/t/lib/jobs.sh"
 
 # nobody submits through our munged: its socket's directory must be
 # searchable (the key stays root's, mode 400)
@@ -21,23 +22,6 @@ chmod 700 "$TEST_TMP/root-only"
 NOBODY_UID=$(id -u nobody)
 
 as_nobody() { runuser -u nobody -- "$@"; }
-job_field() {
-	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
-}
-wait_state() {
-	local j=$1 n=$2 s; shift 2
-	for i in $(seq "$n"); do
-		s=$(job_field "$j" JobState)
-		for w in "$@"; do [ "$s" = "$w" ] && return 0; done
-		sleep 1
-	done
-	echo "job $j is $s after $n s, not $*"; scontrol show job "$j"; return 1
-}
-wait_stepd_log() {
-	timeout "$2" sh -c 'until cat "$1"/log/slurmd-n*.log | grep -q -- "$2"; do sleep 0.2; done' \
-		sh "$LOOM_CLUSTER_DIR" "$1" && return 0
-	echo "no slurmd log line /$1/ after $2 s"; cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log | grep loom; return 1
-}
 # held NAME SCRIPT: nobody's batch job (held: the test prepares files that
 # name its id first), checkpoint directory $U/NAME; prints the job id
 held() {

@@ -235,12 +235,15 @@ int ckpt_prune(const char *dir, int keep, long long just_committed)
  * through a link someone left at that name), fsync, rename */
 int ckpt_write_small(const char *dir, const char *name, const char *text)
 {
-	char tmp[300];
+	char tmp[300], from[4400], to[4400];
 	size_t n = strlen(text);
 	int dfd, fd = -1, rc = LOOM_ERR_IO;
-	if (strlen(name) > 200 || (dfd = open_dir(dir)) < 0)
+	if (strlen(name) > 200 || strlen(dir) > 4000 || (dfd = open_dir(dir)) < 0)
 		return LOOM_ERR_IO;
 	snprintf(tmp, sizeof tmp, ".%s.tmp-%ld", name, (long)getpid());
+	/* rename(2) by path (the last components are renamed, never followed) */
+	snprintf(from, sizeof from, "%s/%s", dir, tmp);
+	snprintf(to, sizeof to, "%s/%s", dir, name);
 	for (int tries = 0; tries < 2 && fd < 0; tries++) {
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0 && errno == EEXIST)
@@ -251,7 +254,7 @@ int ckpt_write_small(const char *dir, const char *name, const char *text)
 	if (fd >= 0) {
 		int ok = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
 		ok = close(fd) == 0 && ok;
-		if (ok && renameat(dfd, tmp, dfd, name) == 0 && fsync(dfd) == 0)
+		if (ok && rename(from, to) == 0 && fsync(dfd) == 0)
 			rc = LOOM_SUCCESS;
 		else
 			unlinkat(dfd, tmp, 0);

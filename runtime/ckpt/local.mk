@@ -15,12 +15,12 @@ EXTRA_DIST += docs/checkpoint-format.md
 check_PROGRAMS += runtime/test/ckpt_format runtime/test/ckpt_world
 runtime_test_ckpt_format_SOURCES = runtime/test/ckpt_format.c
 runtime_test_ckpt_format_LDADD = runtime/libloom_core.la
-runtime_test_ckpt_world_SOURCES = runtime/test/ckpt_world.c
+runtime_test_ckpt_world_SOURCES = runtime/test/ckpt_world.c runtime/test/capture.h
 runtime_test_ckpt_world_LDADD = runtime/libloom.la
 TESTS += runtime/test/ckpt_format runtime/test/ckpt_world
 # links, other users' entries and manifest bounds (docs/checkpoint-format.md)
 check_PROGRAMS += runtime/test/ckpt_files
-runtime_test_ckpt_files_SOURCES = runtime/test/ckpt_files.c
+runtime_test_ckpt_files_SOURCES = runtime/test/ckpt_files.c runtime/test/capture.h
 runtime_test_ckpt_files_LDADD = runtime/libloom_core.la -lpthread
 TESTS += runtime/test/ckpt_files
 # the plan as pure functions: hand-worked layouts, no communicator

@@ -10,6 +10,7 @@
 #include "ckpt/ckpt.h"
 #include "loom.h"
 #include "../../t/tap.h"
+#include "capture.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,33 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char base[200], dir[300], errbuf[8192];
-static int saved_fd = -1;
+static char base[200], dir[300];
 
 static void cap_begin(void)
 {
-	char p[300];
-	fflush(stderr);
-	snprintf(p, sizeof p, "%s/stderr.txt", base);
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	saved_fd = dup(2);
-	dup2(fd, 2);
-	close(fd);
-}
-
-static const char *cap_end(void)
-{
-	char p[300];
-	fflush(stderr);
-	dup2(saved_fd, 2);
-	close(saved_fd);
-	snprintf(p, sizeof p, "%s/stderr.txt", base);
-	FILE *f = fopen(p, "r");
-	size_t n = f ? fread(errbuf, 1, sizeof errbuf - 1, f) : 0;
-	errbuf[n] = 0;
-	if (f)
-		fclose(f);
-	return errbuf;
+	cap_begin_in(base);
 }
 
 static void put(const char *path, const char *text)
@@ -65,28 +44,28 @@ static int has(const char *path)
 	return lstat(path, &st) == 0;
 }
 
-/* DIR/NAME/MANIFEST and one data file: a committed-looking step */
-static void mkstep(const char *name)
+/* PARENT/NAME with a MANIFEST and a data file of the given texts */
+static void mkfilled(const char *parent, const char *name, const char *manifest, const char *data)
 {
 	char p[1100];
-	snprintf(p, sizeof p, "%s/%s", dir, name);
+	snprintf(p, sizeof p, "%s/%s", parent, name);
 	mkdir(p, 0755);
-	snprintf(p, sizeof p, "%s/%s/MANIFEST", dir, name);
-	put(p, "x\n");
-	snprintf(p, sizeof p, "%s/%s/t0.bin", dir, name);
-	put(p, "data");
+	snprintf(p, sizeof p, "%s/%s/MANIFEST", parent, name);
+	put(p, manifest);
+	snprintf(p, sizeof p, "%s/%s/t0.bin", parent, name);
+	put(p, data);
 }
 
-/* an archive the job's user keeps elsewhere: two files */
+/* a committed-looking step in DIR */
+static void mkstep(const char *name)
+{
+	mkfilled(dir, name, "x\n", "data");
+}
+
+/* an archive the job's user keeps elsewhere */
 static void mkarchive(const char *name)
 {
-	char p[700];
-	snprintf(p, sizeof p, "%s/%s", base, name);
-	mkdir(p, 0755);
-	snprintf(p, sizeof p, "%s/%s/MANIFEST", base, name);
-	put(p, "keep me\n");
-	snprintf(p, sizeof p, "%s/%s/t0.bin", base, name);
-	put(p, "precious");
+	mkfilled(base, name, "keep me\n", "precious");
 }
 
 static int archive_whole(const char *name)

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "loom.h"
 #include "../../t/tap.h"
+#include "capture.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,34 +22,11 @@
 
 static loom_comm_t *w;
 static char base[256];
-static char errbuf[8192];
-static int saved_fd = -1;
 
 /* capture stderr (the library's log lines) */
 static void cap_begin(void)
 {
-	char p[300];
-	fflush(stderr);
-	snprintf(p, sizeof p, "%s/stderr.txt", base);
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	saved_fd = dup(2);
-	dup2(fd, 2);
-	close(fd);
-}
-
-static const char *cap_end(void)
-{
-	char p[300];
-	fflush(stderr);
-	dup2(saved_fd, 2);
-	close(saved_fd);
-	snprintf(p, sizeof p, "%s/stderr.txt", base);
-	FILE *f = fopen(p, "r");
-	size_t n = f ? fread(errbuf, 1, sizeof errbuf - 1, f) : 0;
-	errbuf[n] = 0;
-	if (f)
-		fclose(f);
-	return errbuf;
+	cap_begin_in(base);
 }
 
 static int exists(const char *fmt, const char *a, long long b)
@@ -414,7 +392,7 @@ static void t_reshard(void)
 		int rc = loom_ckpt_load(ck, 2);
 		cap_end();
 		is_int(rc, LOOM_ERR_MISMATCH, "another shape: LOOM_ERR_MISMATCH");
-		like(errbuf, "model.A", "... naming the tensor");
+		like(cap_text, "model.A", "... naming the tensor");
 	}
 	loom_ckpt_close(ck);
 	loom_ckpt_open(w, dir, &ck);

@@ -1,0 +1,27 @@
+# t/lib/jobs.sh: waiting for batch jobs and for loom.so's lines in the
+# slurmd logs of the test cluster (t/lib/cluster.sh). Source it after
+# test_need_cluster.
+
+# job_field JOB FIELD: a field of `scontrol show job`
+job_field() {
+	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+# wait_state JOB SECONDS STATE...: until the job is in one of the states
+wait_state() {
+	local j=$1 n=$2 s; shift 2
+	for i in $(seq "$n"); do
+		s=$(job_field "$j" JobState)
+		for w in "$@"; do [ "$s" = "$w" ] && return 0; done
+		sleep 1
+	done
+	echo "job $j is $s after $n s, not $*"; scontrol show job "$j"; return 1
+}
+# wait_stepd_log PATTERN SECONDS: until a slurmd log has a line matching
+# PATTERN (loom.so's decision about a job), at most SECONDS; on failure
+# the loom lines that are there
+wait_stepd_log() {
+	timeout "$2" sh -c 'until cat "$1"/log/slurmd-n*.log | grep -q -- "$2"; do sleep 0.2; done' \
+		sh "$LOOM_CLUSTER_DIR" "$1" && return 0
+	echo "no slurmd log line /$1/ after $2 s"; cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log | grep "loom:"
+	return 1
+}
