@@ -5,7 +5,7 @@
 # limit (--loom-ckpt-signal=USR1@50); it checkpoints, loom.so requeues it,
 # the restarted job resumes from the checkpoint and ends with parameters
 # bit-identical to an uninterrupted run's. A job that ends normally, or is
-# cancelled, is not requeued.
+# cancelled, is not requeued. A step inside the signal window is told so once.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test_need_plugin
 test_need_cluster
@@ -101,5 +101,12 @@ test_expect_success 'a step that starts inside the signal window gets no signal,
 	sbatch --wait -N1 -n1 --time=1 --loom-ckpt-signal=USR1@90 -o "$W/job.out" \
 		--wrap "srun true" >/dev/null 2>&1; cat "$W/job.out";
 	grep -q "loom: --loom-ckpt-signal=USR1@90: step [0-9]*.0 started [0-9]* s before the job.s time limit, inside the signal window" "$W/job.out"
+'
+
+test_expect_success 'two tasks of the step on one node: the signal-window refusal is looked up and said once per step' '
+	W=$TEST_TMP/window2 && mkdir -p "$W" &&
+	sbatch --wait -N1 -n2 --time=1 --loom-ckpt-signal=USR1@90 -o "$W/job.out" \
+		--wrap "srun -n2 true" >/dev/null 2>&1; cat "$W/job.out";
+	test $(grep -c "loom: --loom-ckpt-signal=USR1@90: step [0-9]*.0 started .*inside the signal window" "$W/job.out") = 1
 '
 test_done
