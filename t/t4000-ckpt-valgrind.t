@@ -5,7 +5,7 @@
 # descriptors, possibly one the program owned.)
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 command -v valgrind >/dev/null || skip_all "valgrind not installed"
-for t in ckpt_format ckpt_world; do
+for t in ckpt_format ckpt_world ckpt_files; do
 	test_expect_success "runtime/test/$t: valgrind clean" '
 		"$LOOM_BUILD_DIR/libtool" --mode=execute valgrind -q --error-exitcode=99 \
 			--leak-check=full --errors-for-leak-kinds=definite \
