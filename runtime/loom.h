@@ -419,6 +419,16 @@ typedef struct {
 } loom_ckpt_stats_t;
 int loom_ckpt_stats(const loom_ckpt_t *ck, loom_ckpt_stats_t *stats);
 const char *loom_ckpt_dir(const loom_ckpt_t *ck);
+/* Not collective, no handle: for programs that write checkpoints with
+ * their own code. Call on one rank once that checkpoint of `step` is
+ * durable: writes dir/.loom-requeue (dir NULL: $LOOM_CKPT_DIR) naming this
+ * job, its restart count and Slurm step, step and signal (the stop
+ * signal's number): the request loom.so acts on (docs/environment.md,
+ * "Requeue after a checkpoint"), as loom_ckpt_save does after a stop signal.
+ * LOOM_ERR_INVALID (with a log line) when no directory is given or
+ * SLURM_JOB_ID is unset, LOOM_ERR_IO when the file cannot be written;
+ * LOOM_CKPT_REQUEUE=0 writes nothing and returns LOOM_SUCCESS. */
+int loom_ckpt_request_requeue(const char *dir, long long step, int signal);
 int loom_ckpt_close(loom_ckpt_t *ck);
 /* ---- end Checkpoint/restart ----------------------------------------- */
 

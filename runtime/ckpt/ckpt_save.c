@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -194,26 +195,54 @@ static int publish(loom_ckpt_t *ck, long long step, const char *tmp)
 	return LOOM_SUCCESS;
 }
 
+/* The request of docs/environment.md ("Requeue after a checkpoint"), the
+ * one place its format is written: by the save below, and by programs that
+ * save with their own code (the Python package's request_requeue). */
+int loom_ckpt_request_requeue(const char *dir, long long step, int signal)
+{
+	const char *job = getenv("SLURM_JOB_ID"), *restart = getenv("SLURM_RESTART_COUNT");
+	const char *want = getenv("LOOM_CKPT_REQUEUE"), *sstep = getenv("SLURM_STEP_ID");
+	char text[256];
+	if (!dir)
+		dir = getenv("LOOM_CKPT_DIR");
+	if (step < 0 || signal <= 0 || signal >= NSIG)
+		return LOOM_ERR_INVALID;
+	if (!dir || !*dir) {
+		LOOM_ERR("ckpt: no requeue request: LOOM_CKPT_DIR is unset (start the job with "
+			 "--loom-ckpt=DIR: loom.so requeues only such jobs)");
+		return LOOM_ERR_INVALID;
+	}
+	if (!job || !*job || strlen(job) > 20) {
+		LOOM_ERR("ckpt: no requeue request: SLURM_JOB_ID is unset, not a Slurm job");
+		return LOOM_ERR_INVALID;
+	}
+	if (want && !strcmp(want, "0")) {
+		LOOM_WARN("ckpt: LOOM_CKPT_REQUEUE=0: no requeue request for step %lld", step);
+		return LOOM_SUCCESS;
+	}
+	/* the Slurm step too: only the step that wrote it acts on it */
+	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n",
+		 job, restart && *restart ? restart : "0", sstep && *sstep ? sstep : "none",
+		 step, ck_sig_name(signal));
+	if (ckpt_write_small(dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS) {
+		LOOM_ERR("ckpt: cannot write %s/%s (%s): the job will not be requeued",
+			 dir, CKPT_REQUEUE_FILE, strerror(errno));
+		return LOOM_ERR_IO;
+	}
+	LOOM_WARN("ckpt: checkpoint step %lld committed after SIG%s: asking for a requeue "
+		  "of job %s", step, ck_sig_name(signal), job);
+	return LOOM_SUCCESS;
+}
+
 /* Rank 0, after committing a checkpoint that a stop signal asked for:
  * tell loom.so (which requeues the job when its tasks exit) before any
  * rank returns from the save. Only under Slurm; nothing else reads it. */
 static void requeue_request(loom_ckpt_t *ck, long long step)
 {
-	const char *restart = getenv("SLURM_RESTART_COUNT"), *want = getenv("LOOM_CKPT_REQUEUE");
-	const char *sstep = getenv("SLURM_STEP_ID");
-	char text[256];
+	const char *want = getenv("LOOM_CKPT_REQUEUE");
 	if (!getenv("SLURM_JOB_ID") || (want && !strcmp(want, "0")))
 		return;
-	/* the Slurm step too: only the step that wrote it acts on it */
-	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n",
-		 ck->job, restart && *restart ? restart : "0", sstep && *sstep ? sstep : "none",
-		 step, ck_sig_name(ck->stopped));
-	if (ckpt_write_small(ck->dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS)
-		LOOM_WARN("ckpt: cannot write %s/%s (%s): the job will not be requeued",
-			  ck->dir, CKPT_REQUEUE_FILE, strerror(errno));
-	else
-		LOOM_WARN("ckpt: checkpoint step %lld committed after SIG%s: asking for a requeue "
-			  "of job %s", step, ck_sig_name(ck->stopped), ck->job);
+	loom_ckpt_request_requeue(ck->dir, step, ck->stopped);
 }
 
 /* rank 0: manifest, rename, latest, prune, requeue request */
