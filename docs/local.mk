@@ -1,6 +1,6 @@
 # docs/: the environment contract between plugin and runtime, man pages.
 EXTRA_DIST += docs/environment.md docs/security.md
-dist_man_MANS = docs/man/loom.3 docs/man/loom_dp.3 docs/man/loom_ckpt.3 docs/man/loom.8 \
+dist_man_MANS = docs/man/loom.3 docs/man/loom_dp.3 docs/man/loom_ckpt.3 docs/man/loom.8 docs/man/loom-python.7 \
 	docs/man/loom-bench.1 docs/man/loom-ckpt-bench.1 docs/man/loom-examples.1
 
 # the example commands' pages: .so links to loom-examples(1)

@@ -1,0 +1,115 @@
+"""loom.Checkpoint: libloom's coordinated checkpoint/restart (loom_ckpt(3))."""
+import ctypes
+
+from ._buffer import Buffer
+from ._lib import ERR_NOT_FOUND, Closing, check, check_step as _step, invalid, lib
+from ._world import World
+
+MAX_DIMS = 8
+
+
+def _sizes(what, values, ndim):
+    try:
+        out = [int(v) for v in values]
+    except (TypeError, ValueError):
+        raise invalid("%s=%r: a sequence of non-negative integers" % (what, values)) from None
+    if len(out) != ndim or any(v < 0 for v in out):
+        raise invalid("%s=%r: %d non-negative integers (one per dimension of the tensor)" %
+                      (what, values, ndim))
+    return (ctypes.c_size_t * ndim)(*out)
+
+
+class Checkpoint(Closing):
+    """Coordinated checkpoint of a world's tensors (see loom_ckpt(3)).
+
+        ck = loom.Checkpoint(world)             # dir: $LOOM_CKPT_DIR
+        ck.tensor("w", w)                       # every rank, same order
+        step = ck.restore()                     # None: nothing saved yet
+        for step in range(0 if step is None else step + 1, steps):
+            train(...)
+            stop = ck.should_stop(step)         # same answer on every rank
+            if stop or step % 100 == 0:
+                ck.save(step)                   # a stop's save asks loom.so to requeue
+            if stop:
+                break                           # exit 0; the job is requeued
+        ck.close()
+
+    Every call except tensor() is collective: all ranks, same order. While
+    a Checkpoint is open, SIGTERM and LOOM_CKPT_SIGNAL only set libloom's
+    stop flag (handlers installed before are chained).
+    """
+
+    def __init__(self, world, dir=None):
+        if not isinstance(world, World):
+            raise invalid("Checkpoint: world=%r is not a loom.World (use loom.init())" % (world,))
+        if dir is not None and not isinstance(dir, str):
+            raise invalid("Checkpoint: dir=%r is not a string" % (dir,))
+        self._world = world
+        self._buffers = []      # registered memory stays pinned while open
+        ck = ctypes.c_void_p()
+        check(lib.loom_ckpt_open(world._handle("Checkpoint"),
+                                 dir.encode() if dir is not None else None, ctypes.byref(ck)),
+              "loom_ckpt_open(%s)" % (dir if dir is not None else "$LOOM_CKPT_DIR"))
+        self._ck = ck
+        self.dir = lib.loom_ckpt_dir(ck).decode()
+
+    def _handle(self, what):
+        if not self._ck:
+            raise invalid("%s: the checkpoint is closed" % what)
+        return self._ck
+
+    def tensor(self, name, x, global_shape=None, offset=None):
+        """Register x, this rank's block of tensor `name`: x's shape is the
+        block's extent, at `offset` (default zeros) within `global_shape`
+        (default x's shape: the whole tensor on every rank). x's memory is
+        saved from and restored into in place, so keep it (and do not
+        reallocate it) while the checkpoint is open. Not collective, but
+        every rank registers the same names, dtypes and global shapes in
+        the same order."""
+        if not isinstance(name, str):
+            raise invalid("tensor: name=%r is not a string" % (name,))
+        ck = self._handle("tensor")
+        b = Buffer(x, "tensor %s" % name)
+        ndim = len(b.shape)
+        if ndim > MAX_DIMS:
+            raise invalid("tensor %s: %d dimensions, at most %d" % (name, ndim, MAX_DIMS))
+        ext = (ctypes.c_size_t * ndim)(*b.shape)
+        shape = _sizes("global_shape", b.shape if global_shape is None else global_shape, ndim)
+        off = _sizes("offset", [0] * ndim if offset is None else offset, ndim)
+        for d in range(ndim):
+            if off[d] + ext[d] > shape[d]:
+                raise invalid("tensor %s: dimension %d: offset %d + extent %d > global %d" %
+                              (name, d, off[d], ext[d], shape[d]))
+        check(lib.loom_ckpt_tensor(ck, name.encode(), b.dtype, ndim, shape, off, ext, b.addr),
+              "loom_ckpt_tensor(%s)" % name)
+        self._buffers.append(b)
+
+    def should_stop(self, step):
+        """True on every rank when any rank has received a stop signal by
+        the time it called this for `step` (the same step on every rank)."""
+        stop = ctypes.c_int()
+        check(lib.loom_ckpt_should_stop(self._handle("should_stop"), _step(step),
+                                        ctypes.byref(stop)), "loom_ckpt_should_stop")
+        return bool(stop.value)
+
+    def save(self, step):
+        """Write and commit checkpoint `step` of every registered tensor."""
+        check(lib.loom_ckpt_save(self._handle("save"), _step(step)), "loom_ckpt_save")
+
+    def restore(self):
+        """Load the newest checkpoint that verifies (older ones as fallback)
+        into the registered tensors; its step, or None when there is none."""
+        step = ctypes.c_longlong(-1)
+        rc = lib.loom_ckpt_restore(self._handle("restore"), ctypes.byref(step))
+        if rc == ERR_NOT_FOUND:
+            return None
+        check(rc, "loom_ckpt_restore")
+        return step.value
+
+    def close(self):
+        """Close the checkpoint (collective); the signal handlers go back."""
+        if self._ck:
+            ck, self._ck = self._ck, None
+            self._buffers = []
+            check(lib.loom_ckpt_close(ck), "loom_ckpt_close")
+

@@ -1,0 +1,358 @@
+"""Unit tests of the Python package loom, printing TAP: every call, its
+bad arguments, and a world of one. make check runs it with PYTHONPATH at
+python/ and LOOM_LIBRARY at the libloom just built."""
+import array
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+
+for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMIX_RANK", "LOOM_BACKEND",
+          "LOOM_CKPT_DIR", "LOOM_CKPT_SIGNAL", "LOOM_CKPT_REQUEUE", "SLURM_JOB_ID",
+          "SLURM_RESTART_COUNT", "SLURM_STEP_ID", "LOOM_PLUGIN_VERSION"):
+    os.environ.pop(v, None)
+
+import loom  # noqa: E402
+
+try:
+    import numpy as np
+except ImportError:
+    np = None
+
+TMP = tempfile.mkdtemp(prefix="loom-py-test.")
+TESTS = []
+count = 0
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def raises(status, fn, *args, contains=None, **kw):
+    """fn(*args) raises loom.Error of `status` (a name), whose text has `contains`."""
+    try:
+        fn(*args, **kw)
+    except loom.Error as e:
+        assert e.name == status, "raised %s, not %s: %s" % (e.name, status, e)
+        assert contains is None or contains in str(e), "%r lacks %r" % (str(e), contains)
+        return e
+    raise AssertionError("%s(%r) did not raise %s" % (fn.__name__, args, status))
+
+
+@test
+def library_and_version():
+    """the package loads libloom and reports its version"""
+    parts = loom.__version__.split(".")
+    assert len(parts) == 3 and all(p.isdigit() for p in parts), loom.__version__
+    assert loom.STATUS_NAMES[-12] == "LOOM_ERR_NOT_FOUND"
+
+
+@test
+def library_not_found():
+    """a bad LOOM_LIBRARY fails the import with an error naming what was tried"""
+    env = dict(os.environ, LOOM_LIBRARY=os.path.join(TMP, "nothere.so"))
+    r = subprocess.run([sys.executable, "-c", "import loom"], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    assert "ImportError: loom: cannot load libloom; tried LOOM_LIBRARY=%s/nothere.so" % TMP \
+        in r.stderr, r.stderr
+    assert "set LOOM_LIBRARY to the path of libloom.so.0" in r.stderr, r.stderr
+
+
+world = loom.init()
+
+
+@test
+def world_of_one():
+    """loom.init() without a launcher is a world of one"""
+    assert (world.rank, world.size, world.local_rank, world.local_size) == (0, 1, 0, 1)
+    assert world.bootstrap == "single" and world.backend == "native", repr(world)
+
+
+@test
+def collectives_on_array_and_bytearray():
+    """allreduce, broadcast, allgather on array.array (no numpy); not on unsigned bytes"""
+    a = array.array("d", [1.5, -2.0, 3.25])
+    assert world.allreduce(a) is a and list(a) == [1.5, -2.0, 3.25]
+    for op in ("sum", "prod", "min", "max", "avg"):
+        world.allreduce(a, op=op)
+    assert list(a) == [1.5, -2.0, 3.25]
+    i = array.array("i", [7, -3])
+    world.broadcast(i, root=0)
+    world.allgather(i)
+    assert list(i) == [7, -3]
+    b = array.array("b", [1, -2, 127])
+    world.allreduce(b, op="max")
+    assert list(b) == [1, -2, 127]
+    raises("LOOM_ERR_INVALID", world.allreduce, bytearray(2), contains="format 'B'")
+    world.barrier()
+
+
+@test
+def collectives_on_numpy():
+    """every dtype numpy and libloom share, 2-D arrays, an empty array"""
+    if np is None:
+        return "skip python3-numpy is not installed"
+    for dt in (np.int8, np.int32, np.int64, np.float16, np.float32, np.float64):
+        x = np.arange(12, dtype=dt).reshape(3, 4)
+        world.allreduce(x, op="sum")
+        world.broadcast(x)
+        world.allgather(x)
+        assert (x == np.arange(12, dtype=dt).reshape(3, 4)).all(), (dt, x)
+    world.allreduce(np.zeros(0, dtype=np.float32))
+
+
+@test
+def collective_bad_arguments():
+    """bad buffers, ops and roots are loom.Error LOOM_ERR_INVALID naming the problem"""
+    raises("LOOM_ERR_INVALID", world.allreduce, [1.0, 2.0], contains="a list has no buffer")
+    raises("LOOM_ERR_INVALID", world.allreduce, b"abc", contains="read-only")
+    raises("LOOM_ERR_INVALID", world.allreduce, array.array("B", [1]),
+           contains="format 'B' (1-byte items) is not a libloom dtype")
+    raises("LOOM_ERR_INVALID", world.allreduce, array.array("d", [1]), op="mean",
+           contains="op='mean': one of avg, max, min, prod, sum")
+    raises("LOOM_ERR_INVALID", world.broadcast, array.array("d", [1]), root=1,
+           contains="root=1 is not a rank of a world of 1")
+    raises("LOOM_ERR_INVALID", world.broadcast, array.array("d", [1]), root=-1)
+    if np is not None:
+        raises("LOOM_ERR_INVALID", world.allreduce, np.zeros((4, 4))[:, 1],
+               contains="not C-contiguous")
+        raises("LOOM_ERR_INVALID", world.allreduce, np.zeros(2, dtype=">f4"),
+               contains="byte order")
+        raises("LOOM_ERR_INVALID", world.allreduce, np.zeros(2, dtype=np.complex64))
+        ro = np.zeros(3)
+        ro.flags.writeable = False
+        raises("LOOM_ERR_INVALID", world.allgather, ro, contains="read-only")
+
+
+@test
+def error_attributes():
+    """loom.Error carries libloom's status, its name and the message"""
+    e = raises("LOOM_ERR_INVALID", world.allreduce, None)
+    assert e.status == -1 and isinstance(e.message, str) and str(e).startswith("LOOM_ERR_INVALID: ")
+    assert isinstance(e, Exception)
+
+
+def ckpt_dir(name):
+    d = os.path.join(TMP, name)
+    os.mkdir(d)
+    return d
+
+
+@test
+def checkpoint_save_restore():
+    """save, restore into the registered buffers, blocks of a larger tensor"""
+    d = ckpt_dir("ck")
+    w = array.array("f", [1.0, 2.0, 3.0, 4.0])
+    blk = array.array("q", [5, 6])
+    with loom.Checkpoint(world, d) as ck:
+        assert ck.dir == d
+        ck.tensor("w", w)
+        ck.tensor("part", blk, global_shape=[4], offset=[2])
+        assert ck.restore() is None
+        assert ck.should_stop(0) is False
+        ck.save(3)
+        w[0], blk[1] = 100.0, 100
+        ck.save(4)
+        assert os.path.isfile(os.path.join(d, "step-4", "MANIFEST"))
+        w[0], blk[1] = -1.0, -1
+        assert ck.restore() == 4
+        assert list(w) == [100.0, 2.0, 3.0, 4.0] and list(blk) == [5, 100]
+    with loom.Checkpoint(world, d) as ck:
+        w2 = array.array("f", [0.0] * 4)
+        ck.tensor("w", w2)
+        assert ck.restore() == 4 and list(w2) == [100.0, 2.0, 3.0, 4.0]
+
+
+@test
+def checkpoint_stop_signal_and_requeue():
+    """SIGTERM while open: should_stop says True, the save leaves .loom-requeue"""
+    d = ckpt_dir("ck-stop")
+    os.environ.update(SLURM_JOB_ID="4242", SLURM_RESTART_COUNT="1")
+    try:
+        ck = loom.Checkpoint(world, d)
+        x = array.array("d", [1.0])
+        ck.tensor("x", x)
+        assert ck.should_stop(1) is False
+        os.kill(os.getpid(), signal.SIGTERM)     # libloom's handler: a flag
+        assert ck.should_stop(2) is True
+        ck.save(2)
+        ck.close()
+        with open(os.path.join(d, ".loom-requeue")) as f:
+            assert f.read() == "job=4242\nrestart=1\nslurm_step=none\nstep=2\nsignal=TERM\n"
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    finally:
+        del os.environ["SLURM_JOB_ID"], os.environ["SLURM_RESTART_COUNT"]
+
+
+@test
+def checkpoint_bad_arguments():
+    """bad worlds, directories, shapes, names and steps are loom.Error"""
+    raises("LOOM_ERR_INVALID", loom.Checkpoint, None, contains="is not a loom.World")
+    raises("LOOM_ERR_INVALID", loom.Checkpoint, world, 5, contains="dir=5 is not a string")
+    raises("LOOM_ERR_INVALID", loom.Checkpoint, world, contains="loom_ckpt_open($LOOM_CKPT_DIR)")
+    raises("LOOM_ERR_IO", loom.Checkpoint, world, os.path.join(TMP, "none"))
+    ck = loom.Checkpoint(world, ckpt_dir("ck-bad"))
+    x = array.array("f", [0.0, 0.0])
+    raises("LOOM_ERR_INVALID", ck.tensor, 3, x, contains="name=3 is not a string")
+    raises("LOOM_ERR_INVALID", ck.tensor, "has space", x)
+    raises("LOOM_ERR_INVALID", ck.tensor, "x", x, global_shape=[2, 2],
+           contains="one per dimension")
+    raises("LOOM_ERR_INVALID", ck.tensor, "x", x, global_shape=[3], offset=[2],
+           contains="offset 2 + extent 2 > global 3")
+    raises("LOOM_ERR_INVALID", ck.tensor, "x", x, offset=["a"])
+    raises("LOOM_ERR_INVALID", ck.tensor, "x", b"ro", contains="read-only")
+    for step in (-1, "1", 1.0, True):
+        raises("LOOM_ERR_INVALID", ck.save, step, contains="a non-negative integer")
+        raises("LOOM_ERR_INVALID", ck.should_stop, step)
+    ck.close()
+    ck.close()      # a second close does nothing
+    raises("LOOM_ERR_INVALID", ck.save, 1, contains="the checkpoint is closed")
+    raises("LOOM_ERR_INVALID", ck.restore, contains="the checkpoint is closed")
+
+
+@test
+def stop_signal_flag_and_chaining():
+    """StopSignal: a flag set by SIGTERM, the old handler chained then restored"""
+    seen = []
+
+    def mine(s, f):
+        seen.append(s)
+    old = signal.signal(signal.SIGTERM, mine)
+    try:
+        with loom.StopSignal() as stop:
+            assert stop.requested is False and stop.signal is None
+            assert stop.signals == [signal.SIGTERM]
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):        # Python runs the handler between bytecodes
+                if stop.requested:
+                    break
+            assert stop.requested is True and stop.signal == signal.SIGTERM
+            assert seen == [signal.SIGTERM], seen
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@test
+def stop_signal_env():
+    """LOOM_CKPT_SIGNAL names a second signal; an ignored one stays ignored"""
+    try:
+        for text in ("USR1", "SIGUSR1", "%d@120" % signal.SIGUSR1):
+            os.environ["LOOM_CKPT_SIGNAL"] = text
+            with loom.StopSignal() as stop:
+                assert stop.signals == sorted([signal.SIGTERM, signal.SIGUSR1]), (text, stop.signals)
+                os.kill(os.getpid(), signal.SIGUSR1)
+                for _ in range(1000):
+                    if stop.requested:
+                        break
+                assert stop.signal == signal.SIGUSR1
+            assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+        os.environ["LOOM_CKPT_SIGNAL"] = "NOPE"
+        with loom.StopSignal() as stop:
+            assert stop.signals == [signal.SIGTERM]
+        os.environ["LOOM_CKPT_SIGNAL"] = "USR2"
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+        with loom.StopSignal() as stop:
+            assert stop.signals == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGUSR2) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGUSR2, signal.SIG_DFL)
+        os.environ.pop("LOOM_CKPT_SIGNAL", None)
+
+
+@test
+def stop_signal_thread():
+    """StopSignal outside the main thread is a clear loom.Error"""
+    out = []
+    t = threading.Thread(target=lambda: out.append(
+        raises("LOOM_ERR_INVALID", loom.StopSignal, contains="in the main thread")))
+    t.start()
+    t.join()
+    assert len(out) == 1 and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+@test
+def request_requeue_writes_the_contract():
+    """request_requeue writes job, restart, Slurm step, step and signal (docs/environment.md)"""
+    d = ckpt_dir("rq")
+    os.environ.update(LOOM_CKPT_DIR=d, SLURM_JOB_ID="77", SLURM_RESTART_COUNT="2",
+                      SLURM_STEP_ID="3", LOOM_PLUGIN_VERSION="0.1.0")
+    try:
+        loom.request_requeue(9, signal=signal.SIGUSR1)
+        with open(os.path.join(d, ".loom-requeue")) as f:
+            assert f.read() == "job=77\nrestart=2\nslurm_step=3\nstep=9\nsignal=USR1\n"
+        del os.environ["SLURM_RESTART_COUNT"], os.environ["SLURM_STEP_ID"]
+        loom.request_requeue(10, dir=d)
+        with open(os.path.join(d, ".loom-requeue")) as f:
+            assert f.read().startswith("job=77\nrestart=0\nslurm_step=none\nstep=10\nsignal=")
+        os.remove(os.path.join(d, ".loom-requeue"))
+        os.environ["LOOM_CKPT_REQUEUE"] = "0"
+        loom.request_requeue(11)
+        assert not os.path.exists(os.path.join(d, ".loom-requeue"))
+        del os.environ["LOOM_CKPT_REQUEUE"]
+        raises("LOOM_ERR_IO", loom.request_requeue, 1, dir=os.path.join(TMP, "none"),
+               contains="loom_ckpt_request_requeue(%s/none)" % TMP)
+    finally:
+        for v in ("LOOM_CKPT_DIR", "SLURM_JOB_ID", "SLURM_RESTART_COUNT", "SLURM_STEP_ID",
+                  "LOOM_PLUGIN_VERSION", "LOOM_CKPT_REQUEUE"):
+            os.environ.pop(v, None)
+
+
+@test
+def request_requeue_errors():
+    """request_requeue without --loom-ckpt, Slurm or loom.so: clear loom.Error"""
+    raises("LOOM_ERR_INVALID", loom.request_requeue, 1,
+           contains="LOOM_CKPT_DIR is unset: the job was not started with --loom-ckpt=DIR")
+    os.environ["LOOM_CKPT_DIR"] = TMP
+    try:
+        raises("LOOM_ERR_INVALID", loom.request_requeue, 1, contains="SLURM_JOB_ID is unset")
+        os.environ["SLURM_JOB_ID"] = "5"
+        raises("LOOM_ERR_INVALID", loom.request_requeue, 1,
+               contains="LOOM_PLUGIN_VERSION is unset: loom.so did not start this job")
+        os.environ["LOOM_PLUGIN_VERSION"] = "0.1.0"
+        raises("LOOM_ERR_INVALID", loom.request_requeue, -1, contains="a non-negative integer")
+        raises("LOOM_ERR_INVALID", loom.request_requeue, 1, signal=0)
+        raises("LOOM_ERR_INVALID", loom.request_requeue, 1, dir=3)
+        assert not os.path.exists(os.path.join(TMP, ".loom-requeue"))
+    finally:
+        for v in ("LOOM_CKPT_DIR", "SLURM_JOB_ID", "LOOM_PLUGIN_VERSION"):
+            os.environ.pop(v, None)
+
+
+@test
+def world_close():
+    """a closed world's calls are loom.Error; a second close does nothing"""
+    world.close()
+    world.close()
+    raises("LOOM_ERR_INVALID", world.barrier, contains="the world is closed")
+    raises("LOOM_ERR_INVALID", world.allreduce, array.array("d", [1]))
+    raises("LOOM_ERR_INVALID", loom.Checkpoint, world, TMP)
+
+
+def main():
+    print("1..%d" % len(TESTS))
+    failed = 0
+    for n, fn in enumerate(TESTS, 1):
+        try:
+            r = fn()
+        except Exception:
+            failed += 1
+            print("not ok %d - %s" % (n, fn.__doc__))
+            for line in traceback.format_exc().splitlines():
+                print("# " + line)
+            continue
+        if isinstance(r, str) and r.startswith("skip "):
+            print("ok %d - %s # SKIP %s" % (n, fn.__doc__, r[5:]))
+        else:
+            print("ok %d - %s" % (n, fn.__doc__))
+    subprocess.run(["rm", "-rf", TMP])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
