@@ -13,11 +13,6 @@ test_need_cluster
 
 TRAIN="srun --mpi=pmix loom-dp-train --ordered --steps 300 --log-every 50"
 
-# wait_for FILE PATTERN SECONDS
-wait_for() {
-	for i in $(seq $(($3 * 4))); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.25; done
-	echo "$1 lacks /$2/ after $3 s"; cat "$1"; return 1
-}
 # submit NAME SBATCH-ARGS...: a training job whose output is in
 # $TEST_TMP/NAME and checkpoints in $TEST_TMP/NAME/ck/<job id> (%j);
 # prints the job id
@@ -28,7 +23,6 @@ submit() {
 		--loom-ckpt="$TEST_TMP/$name/ck/%j" "$@"
 }
 digest() { sed -n 's/.*final parameters: fnv1a64 \([0-9a-f]*\).*/\1/p' "$1" | tail -1; }
-stepd_log() { cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log; }
 
 test_expect_success 'an uninterrupted run with --loom-ckpt completes, Restarts=0, not requeued' '
 	j=$(submit ref -p low --wrap "$TRAIN --ckpt-every 100") && echo "job $j" &&

@@ -16,6 +16,14 @@ wait_state() {
 	done
 	echo "job $j is $s after $n s, not $*"; scontrol show job "$j"; return 1
 }
+# wait_for FILE PATTERN SECONDS: until FILE (a job's output) has a line
+# matching PATTERN
+wait_for() {
+	for i in $(seq $(($3 * 4))); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.25; done
+	echo "$1 lacks /$2/ after $3 s"; cat "$1"; return 1
+}
+# stepd_log: every slurmd log of the cluster
+stepd_log() { cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log; }
 # wait_stepd_log PATTERN SECONDS: until a slurmd log has a line matching
 # PATTERN (loom.so's decision about a job), at most SECONDS; on failure
 # the loom lines that are there
