@@ -10,7 +10,7 @@ EXTRA_DIST += \
 	contrib/debian/copyright contrib/debian/source/format \
 	contrib/debian/slurm-spank-loom.install contrib/debian/slurm-spank-loom.docs \
 	contrib/debian/libloom0.install contrib/debian/libloom-dev.install \
-	contrib/debian/loom-tools.install \
+	contrib/debian/loom-tools.install contrib/debian/python3-loom.install \
 	contrib/build-deb contrib/build-rpm contrib/install-deps
 EXTRA_DIST += contrib/monitoring/grafana-loom.json contrib/monitoring/README.md
 # the image built and run: two containers as two nodes, the MPIJob launcher
