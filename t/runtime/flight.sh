@@ -1,0 +1,42 @@
+# t/runtime/flight.sh: helpers for the flight recorder's cluster tests
+# (t2100, t6002); source after t/runtime/lib.sh and test_need_cluster.
+#   start_step NAME MODE WHO MARKERS FLIGHTDIR
+#                      flight-hang MODE on 4 ranks of 2 nodes, in the
+#                      background, job name NAME, output $TEST_TMP/o.NAME,
+#                      LOOM_FLIGHT_DIR=FLIGHTDIR (LOOM_TIMEOUT 600 unless set)
+#   kill_step NAME     SIGKILL to the step's tasks, then wait for its srun
+#   wait_file FILE     until FILE exists (120 s at most)
+#   doctor_until DIR PATTERN
+#                      rerun loom-doctor DIR until its output ($TEST_TMP/doc)
+#                      has a line matching PATTERN (120 s at most)
+DOC=$LOOM_BUILD_DIR/runtime/tools/loom-doctor
+FH=$LOOM_BUILD_DIR/t/runtime/flight-hang
+
+start_step() {
+	local name=$1 mode=$2 who=$3 d=$4 f=$5
+	LOOM_FLIGHT_DIR=$f LOOM_TIMEOUT=${LOOM_TIMEOUT:-600} \
+		env_srun -N2 -n4 -J "$name" -- "$FH" "$mode" "$who" "$d" >"$TEST_TMP/o.$name" 2>&1 &
+	echo $! >"$TEST_TMP/pid.$name"
+}
+
+kill_step() {
+	local j
+	j=$(squeue -h -o %i -n "$1") && [ -n "$j" ] || { echo "no job named $1"; return 1; }
+	scancel -s KILL "$j"
+	wait "$(cat "$TEST_TMP/pid.$1")" 2>/dev/null || true
+	timeout 60 sh -c 'while [ -n "$(squeue -h -o %i -n "$1")" ]; do sleep 0.2; done' sh "$1"
+}
+
+wait_file() {
+	timeout 120 sh -c 'until [ -e "$1" ]; do sleep 0.2; done' sh "$1" && return 0
+	echo "no $1 after 120 s"
+	return 1
+}
+
+doctor_until() {
+	timeout 120 sh -c 'until "$0" "$1" >"$3" 2>&1; grep -q -- "$2" "$3"; do sleep 0.2; done' \
+		"$DOC" "$1" "$2" "$TEST_TMP/doc" && return 0
+	echo "loom-doctor $1 never said /$2/:"
+	cat "$TEST_TMP/doc"
+	return 1
+}
