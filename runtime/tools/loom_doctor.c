@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 	struct bad b = { 0, 0 };
 	char err[700], jobdir[64] = "";
 	const char *job = NULL;
-	int i, n = 0, k, first, unreadable = 0, stuck;
+	int i, n = 0, k, first, stuck;
 	struct timespec ts;
 	for (first = 1; first < argc && argv[first][0] == '-'; first++) {
 		if (!strcmp(argv[first], "--json"))
@@ -120,7 +120,6 @@ int main(int argc, char **argv)
 		k = loom_flight_read_dir(d, &recs, err, sizeof err, bad_file, &b);
 		if (k < 0) {
 			bad_file(err, &b);
-			unreadable++;
 			continue;
 		}
 		if (k && (nv = realloc(all, (size_t)(n + k) * sizeof *all))) {
@@ -148,8 +147,7 @@ int main(int argc, char **argv)
 	}
 	if (!n) {
 		if (!b.json)
-			fprintf(stderr, "loom-doctor: no usable flight record%s\n",
-				unreadable ? "" : " (files named *.flight)");
+			fprintf(stderr, "loom-doctor: no usable flight record\n");
 		return 2;
 	}
 	return stuck > 0 ? 1 : 0;
