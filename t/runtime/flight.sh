@@ -3,7 +3,8 @@
 #   start_step NAME MODE WHO MARKERS FLIGHTDIR
 #                      flight-hang MODE on 4 ranks of 2 nodes, in the
 #                      background, job name NAME, output $TEST_TMP/o.NAME,
-#                      LOOM_FLIGHT_DIR=FLIGHTDIR (LOOM_TIMEOUT 600 unless set)
+#                      LOOM_FLIGHT_DIR=FLIGHTDIR (LOOM_TIMEOUT 600 unless set);
+#                      FLIGHT_MPI=1: srun --mpi=pmix (for LOOM_BACKEND=mpi)
 #   kill_step NAME     SIGKILL to the step's tasks, then wait for its srun
 #   wait_file FILE     until FILE exists (120 s at most)
 #   doctor_until DIR PATTERN
@@ -14,8 +15,14 @@ FH=$LOOM_BUILD_DIR/t/runtime/flight-hang
 
 start_step() {
 	local name=$1 mode=$2 who=$3 d=$4 f=$5
-	LOOM_FLIGHT_DIR=$f LOOM_TIMEOUT=${LOOM_TIMEOUT:-600} \
-		env_srun -N2 -n4 -J "$name" -- "$FH" "$mode" "$who" "$d" >"$TEST_TMP/o.$name" 2>&1 &
+	if [ -n "$FLIGHT_MPI" ]; then
+		LOOM_FLIGHT_DIR=$f LOOM_TIMEOUT=${LOOM_TIMEOUT:-600} \
+			t_srun --mpi=pmix -N2 -n4 -J "$name" "$FH" "$mode" "$who" "$d" \
+			>"$TEST_TMP/o.$name" 2>&1 &
+	else
+		LOOM_FLIGHT_DIR=$f LOOM_TIMEOUT=${LOOM_TIMEOUT:-600} \
+			env_srun -N2 -n4 -J "$name" -- "$FH" "$mode" "$who" "$d" >"$TEST_TMP/o.$name" 2>&1 &
+	fi
 	echo $! >"$TEST_TMP/pid.$name"
 }
 
