@@ -11,4 +11,5 @@ runtime_tools_loom_doctor_LDADD = runtime/libloom_core.la
 check_PROGRAMS += t/runtime/flight-hang
 t_runtime_flight_hang_SOURCES = t/runtime/flight-hang.c
 t_runtime_flight_hang_LDADD = runtime/libloom.la
-dist_check_SCRIPTS += t/t2100-flight.t t/t2101-flight-corrupt.t t/t6002-flight-mpi.t
+dist_check_SCRIPTS += t/t2100-flight.t t/t2101-flight-corrupt.t t/t2102-flight-plugin.t \
+	t/t6002-flight-mpi.t
