@@ -42,6 +42,15 @@ test_expect_success 'loom-doctor --json gives the same verdict, machine-readable
 	PY
 '
 
+test_expect_success 'loom-doctor --job collects the records from the nodes of the running job (srun --overlap)' '
+	j=$(squeue -h -o %i -n fl-hang) && test -n "$j" &&
+	f=$(cat "$TEST_TMP/fdir") &&
+	LOOM_FLIGHT_DIR=$f timeout 120 "$DOC" --job "$j" >"$TEST_TMP/jdoc" 2>&1 && rc=0 || rc=$? &&
+	cat "$TEST_TMP/jdoc" &&
+	test $rc -eq 1 &&
+	grep -Eq "^verdict: world: ranks 0,1,3 wait in allreduce #7 \([0-9.]+ s\); rank 2 \(n2, pid [0-9]+\) last finished allreduce #6 and is in no collective\$" "$TEST_TMP/jdoc"
+'
+
 test_expect_success 'after kill -9 of the step the records give the same verdict' '
 	f=$(cat "$TEST_TMP/fdir") &&
 	kill_step fl-hang &&

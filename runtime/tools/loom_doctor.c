@@ -54,10 +54,12 @@ static int usage(void)
 }
 
 /* --job: a running job's node-local records, one srun task per node that
- * prints its files as a shell archive of base64 lines, unpacked in tmp */
+ * prints its files as base64 lines; srun -l labels each line with its
+ * task, so the nodes' streams come apart again here, in a temporary
+ * directory */
 static int collect(const char *job, char *dir, size_t len)
 {
-	char cmd[1024], tmpl[] = "/tmp/loom-doctor.XXXXXX";
+	char cmd[1400], tmpl[] = "/tmp/loom-doctor.XXXXXX";
 	const char *p;
 	int rc;
 	for (p = job; *p; p++)
@@ -69,17 +71,21 @@ static int collect(const char *job, char *dir, size_t len)
 		fprintf(stderr, "loom-doctor: mkdtemp: %s\n", strerror(errno));
 		return -1;
 	}
-	/* each node: its LOOM_FLIGHT_DIR (the step's environment, as the plugin
-	 * set it) as "node file" lines, then the file base64 */
+	/* each node: its LOOM_FLIGHT_DIR (the step's environment: the plugin's
+	 * for the job, or the caller's, which srun passes on) as
+	 * "=loom-flight= node.file" lines, each followed by the file in base64 */
 	snprintf(cmd, sizeof cmd,
-		 "srun --overlap --jobid=%s --ntasks-per-node=1 --kill-on-bad-exit=0 sh -c '"
+		 "n=$(squeue -h -o %%D -j %s) && [ -n \"$n\" ] || "
+		 "{ echo \"loom-doctor: job %s is not running\" >&2; exit 1; }; "
+		 "srun --overlap --jobid=%s -N \"$n\" --ntasks-per-node=1 --kill-on-bad-exit=0 -l sh -c '"
 		 "d=${LOOM_FLIGHT_DIR:?the job has no LOOM_FLIGHT_DIR}; cd \"$d\" || exit 1; "
 		 "for f in *.flight; do [ -f \"$f\" ] || continue; "
-		 "echo \"=loom-flight= $SLURMD_NODENAME.$f\"; base64 -w0 \"$f\"; echo; done' "
-		 "| awk -v d=%s '/^=loom-flight= / { n = $2; if (n ~ /^[A-Za-z0-9._-]+$/) "
-		 "f = d \"/\" n; else f = \"\"; next } f != \"\" { print | (\"base64 -d >\" f); "
-		 "close(\"base64 -d >\" f) }'",
-		 job, tmpl);
+		 "echo \"=loom-flight= $SLURMD_NODENAME.$f\"; base64 \"$f\"; done' "
+		 "| awk -v d=%s '{ t = $1; sub(/^ *[0-9]+: /, \"\"); "
+		 "if ($0 ~ /^=loom-flight= /) { if (p[t] != \"\") close(p[t]); n = substr($0, 15); "
+		 "p[t] = n ~ /^[A-Za-z0-9._-]+$/ ? \"base64 -d >\" d \"/\" n : \"\"; next } "
+		 "if (p[t] != \"\") print | p[t] }'",
+		 job, job, job, tmpl);
 	rc = system(cmd);
 	if (rc) {
 		fprintf(stderr, "loom-doctor: --job %s: collecting with srun --overlap failed "
