@@ -169,7 +169,7 @@ int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 			if (parse_path(dst, sizeof cfg->flight_dir, local ? "flight_local_base" : "flight_dir",
 				       val, err, errlen) < 0)
 				return -1;
-			if (dst[0] != '/' && strcmp(dst, "none")) {
+			if (dst[0] != '/' && (local || strcmp(dst, "none"))) {
 				snprintf(err, errlen, "plugstack argument %s='%.64s' must be an absolute path%s",
 					 local ? "flight_local_base" : "flight_dir", val,
 					 local ? "" : " or none");
