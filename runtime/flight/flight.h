@@ -146,6 +146,8 @@ int loom_flight_read_dir(const char *dir, struct loom_flight_rec **recs, char *e
  * object (json 1), into f. now: epoch seconds. Returns 1 when something
  * is stuck, 0 when not. */
 int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now, int json);
+/* s as a JSON string (quotes, backslashes and control bytes escaped) */
+void loom_flight_json_str(FILE *f, const char *s);
 /* The verdict alone, for a log line (buf gets "" when there is none). */
 void loom_flight_verdict(char *buf, size_t len);
 /* log that verdict as an error line, when there is one (after a timeout

@@ -54,7 +54,7 @@ static void ranges(char *b, size_t len, const int *v, int n)
 	}
 }
 
-static void json_str(FILE *f, const char *s)
+void loom_flight_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; *s; s++) {
@@ -247,13 +247,13 @@ static void finding(struct out *o, const struct comm *c, const char *type, const
 {
 	if (o->json) {
 		fprintf(o->f, "%s{\"comm\":", o->nfind ? "," : "");
-		json_str(o->f, c->label);
+		loom_flight_json_str(o->f, c->label);
 		fprintf(o->f, ",\"job\":");
-		json_str(o->f, c->job);
+		loom_flight_json_str(o->f, c->job);
 		fprintf(o->f, ",\"step\":");
-		json_str(o->f, c->step);
+		loom_flight_json_str(o->f, c->step);
 		fprintf(o->f, ",\"type\":\"%s\",\"text\":", type);
-		json_str(o->f, text);
+		loom_flight_json_str(o->f, text);
 		fprintf(o->f, "}");
 	} else {
 		fprintf(o->f, "%s: %s\n", c->label, text);
@@ -382,9 +382,9 @@ int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now,
 				if (cv[i].m[k].r)
 					tmp[nr++] = cv[i].m[k].r->h.rank;
 			fprintf(f, "%s{\"comm\":", i ? "," : "");
-			json_str(f, cv[i].label);
+			loom_flight_json_str(f, cv[i].label);
 			fprintf(f, ",\"name\":");
-			json_str(f, cv[i].key->name);
+			loom_flight_json_str(f, cv[i].key->name);
 			fprintf(f, ",\"size\":%d,\"last_posted\":%llu,\"stuck\":%s,\"world_ranks\":",
 				cv[i].key->size, (unsigned long long)cv[i].maxp,
 				cv[i].stuck ? "true" : "false");
@@ -392,7 +392,7 @@ int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now,
 			fprintf(f, "}");
 		}
 		fprintf(f, "],\"stuck\":%s,\"verdict\":", stuck ? "true" : "false");
-		json_str(f, best);
+		loom_flight_json_str(f, best);
 		fprintf(f, "}\n");
 	} else {
 		fprintf(f, "verdict: %s\n", best);

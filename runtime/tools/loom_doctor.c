@@ -18,28 +18,13 @@ struct bad {
 	int json, n;
 };
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20 || ch > 0x7e)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 /* a file that is not a usable record: said, then skipped */
 static void bad_file(const char *msg, void *arg)
 {
 	struct bad *b = arg;
 	if (b->json) {
 		printf("%s", b->n ? "," : "");
-		json_str(msg);
+		loom_flight_json_str(stdout, msg);
 	} else {
 		fprintf(stderr, "loom-doctor: %s; skipped\n", msg);
 	}

@@ -10,6 +10,10 @@
 #   doctor_until DIR PATTERN
 #                      rerun loom-doctor DIR until its output ($TEST_TMP/doc)
 #                      has a line matching PATTERN (120 s at most)
+#   tp_hang NAME       the tp-group hang (flight-hang tp 2): the verdict names
+#                      tp (world ranks 2,3), no line names the world
+#   HANG, GONE         the verdicts (grep -E) of flight-hang hang 2 while it
+#                      hangs and after kill -9
 DOC=$LOOM_BUILD_DIR/runtime/tools/loom-doctor
 FH=$LOOM_BUILD_DIR/t/runtime/flight-hang
 
@@ -46,4 +50,20 @@ doctor_until() {
 	echo "loom-doctor $1 never said /$2/:"
 	cat "$TEST_TMP/doc"
 	return 1
+}
+
+HANG='^verdict: world: ranks 0,1,3 wait in allreduce #7 \([0-9.]+ s\); rank 2 \(n2, pid [0-9]+\) last finished allreduce #6 and is in no collective$'
+GONE='^verdict: world: ranks 0,1,3 wait in allreduce #7 \([0-9.]+ s\); 3 of them gone; rank 2 \(n2, pid [0-9]+\) last finished allreduce #6 and is in no collective; its process is gone$'
+
+tp_hang() {
+	local d f
+	d=$(marker_dir) && f=$(marker_dir) &&
+	start_step "$1" tp 2 "$d" "$f" &&
+	wait_file "$d/asleep.2" &&
+	doctor_until "$f" "^verdict: tp (world ranks 2,3): rank 1 waits in allreduce #7" &&
+	kill_step "$1" &&
+	cat "$TEST_TMP/doc" &&
+	grep -Eq "^verdict: tp \(world ranks 2,3\): rank 1 waits in allreduce #7 \([0-9.]+ s\); rank 0 \(world rank 2, n2, pid [0-9]+\) last finished allreduce #6 and is in no collective\$" "$TEST_TMP/doc" &&
+	! grep -q "^world:" "$TEST_TMP/doc" &&
+	! grep -q "^tp (world ranks 0,1)" "$TEST_TMP/doc"
 }
