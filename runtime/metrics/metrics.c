@@ -208,10 +208,11 @@ void loom_metrics_op(struct loom_metrics *m, enum loom_metric_op op, size_t byte
 	pthread_mutex_unlock(&registry_lock);
 }
 
-/* a plain store, no lock: it runs at every collective */
+/* plain loads and stores, no lock: it runs at every collective (a
+ * non-blocking one finished late does not take the gauge back) */
 void loom_metrics_seq(struct loom_metrics *m, unsigned long long seq)
 {
-	if (m)
+	if (m && seq > atomic_load_explicit(&m->last_seq, memory_order_relaxed))
 		atomic_store_explicit(&m->last_seq, seq, memory_order_relaxed);
 }
 
