@@ -2,7 +2,7 @@
 # SPANK. One folder per layer, bottom up; a folder's files call only into
 # their own folder and the ones before it in this list (t/t0007 checks the
 # calls in the built objects; runtime/README.md says what each one does):
-#   util metrics transport comm coll core boot backend api dp ckpt
+#   util metrics flight transport comm coll core boot backend api dp ckpt
 # Everything goes into the convenience library libloom_core.la, which the
 # unit tests link (internals included); the installed libloom.la is made
 # from it and exports exactly the functions loom.h declares.
@@ -12,6 +12,7 @@ runtime_libloom_core_la_CFLAGS = $(AM_CFLAGS) -pthread
 runtime_libloom_core_la_LIBADD =
 include $(srcdir)/runtime/util/local.mk
 include $(srcdir)/runtime/metrics/local.mk
+include $(srcdir)/runtime/flight/local.mk
 include $(srcdir)/runtime/transport/local.mk
 include $(srcdir)/runtime/comm/local.mk
 include $(srcdir)/runtime/coll/local.mk
@@ -49,7 +50,7 @@ TESTS += runtime/test/strerror runtime/test/single
 check_PROGRAMS += t/runtime/coll-check
 t_runtime_coll_check_SOURCES = t/runtime/coll-check.c
 t_runtime_coll_check_LDADD = runtime/libloom.la -lm -lpthread
-EXTRA_DIST += t/runtime/lib.sh
+EXTRA_DIST += t/runtime/lib.sh t/runtime/flight.sh
 dist_check_SCRIPTS += \
 	t/t2000-runtime-local.t \
 	t/t2001-runtime-coll-env.t \

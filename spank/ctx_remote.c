@@ -15,6 +15,7 @@
 #include "affinity.h"
 #include "ckpt_dir.h"
 #include "ckpt_timer.h"
+#include "flight_dir.h"
 #include "hostlist.h"
 #include "launch_env.h"
 #include "loom_spank.h"
@@ -36,6 +37,10 @@ static char master_warning[600];
 /* --loom-gpus-per-task on a node where the step has no GPU: its first
  * task says so */
 static int gpus_per_task_noop;
+/* LOOM_FLIGHT_DIR for the tasks (flight_kind 1 node-local, 2 shared, 0
+ * none or the user's own), and whether a task on this node failed */
+static char flight_path[1024];
+static int flight_kind, flight_dirty;
 
 static int regular_step(spank_t sp)
 {
@@ -144,6 +149,24 @@ static void find_master(spank_t sp)
 		slurm_info(LOOM_PREFIX "%s", note);
 }
 
+/* the flight-record directory, unless the user chose one */
+static void flight_setup(spank_t sp)
+{
+	uint32_t job = 0, uid = 0;
+	char have[1024], err[300];
+	flight_kind = flight_dirty = 0;
+	if (!regular_step(sp) || getenv_sp(sp, "LOOM_FLIGHT_DIR", have, sizeof have) ||
+	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+		return;
+	flight_kind = loom_flight_dir_for(&loom_cfg, job, uid, flight_path, sizeof flight_path,
+					  err, sizeof err);
+	if (flight_kind < 0) {
+		slurm_error(LOOM_PREFIX "job %u: no flight records: %s", job, err);
+		flight_kind = 0;
+	}
+}
+
 int loom_remote_user_init(spank_t sp)
 {
 	char err[1200];
@@ -168,6 +191,7 @@ int loom_remote_user_init(spank_t sp)
 	}
 	if (loom_eff.affinity.mode != LOOM_AFF_NONE && regular_step(sp))
 		plan_affinity(sp);
+	flight_setup(sp);
 	return 0;
 }
 
@@ -265,9 +289,12 @@ int loom_remote_task_exit(spank_t sp)
 	struct loom_job_view view;
 	struct loom_user_ids ids;
 	enum loom_requeue_verdict v;
+	int status = 0;
 	uint32_t job = 0, step = 0, restarts = 0;
 	int r;
 
+	if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS || status != 0)
+		flight_dirty = 1;
 	if (requeued || !loom_eff.ckpt_dir[0] || !regular_step(sp) || !first_node(sp))
 		return 0;
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
@@ -330,8 +357,35 @@ int loom_remote_task_exit(spank_t sp)
 	return 0;
 }
 
+/* a cleanly ended step's node-local records go; a failed one's stay for
+ * loom-doctor */
+static void flight_clean(spank_t sp)
+{
+	struct loom_user_ids ids;
+	uint32_t job = 0, step = 0;
+	char err[1400];
+	if (flight_kind != 1 || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+		return;
+	if (flight_dirty) {
+		slurm_info(LOOM_PREFIX "job %u step %u: flight records kept in %s (a task on this "
+			   "node did not exit 0)", job, step, flight_path);
+		return;
+	}
+	if (job_user(sp, &ids) < 0 || loom_flight_clean_as(flight_path, step, &ids, err, sizeof err) < 0) {
+		slurm_error(LOOM_PREFIX "job %u step %u: flight records not removed: %s", job, step,
+			    job_user(sp, &ids) < 0 ? "cannot read the job's user from Slurm" : err);
+		return;
+	}
+	slurm_info(LOOM_PREFIX "job %u step %u: flight records removed from %s (every task on "
+		   "this node exited 0)", job, step, flight_path);
+}
+
 void loom_remote_exit(spank_t sp)
 {
+	if (regular_step(sp))
+		flight_clean(sp);
+	flight_kind = 0;
 	loom_ckpt_timer_stop();
 	free(plan);
 	plan = NULL;
@@ -454,6 +508,8 @@ int loom_remote_task_init(spank_t sp)
 	spank_setenv(sp, "LOOM_ENV_MODE", loom_env_mode_name(loom_eff.env), 1);
 	if (loom_eff.ckpt_dir[0])
 		spank_setenv(sp, "LOOM_CKPT_DIR", loom_eff.ckpt_dir, 1);
+	if (flight_kind)
+		spank_setenv(sp, "LOOM_FLIGHT_DIR", flight_path, 0);
 	if (loom_eff.ckpt_signal) {
 		const char *name = loom_signal_name(loom_eff.ckpt_signal);
 		snprintf(buf, sizeof buf, "%d", loom_eff.ckpt_signal);

@@ -19,6 +19,7 @@ spank_libloomspank_la_SOURCES = \
 	spank/port.c spank/port.h \
 	spank/launch_env.c spank/launch_env.h \
 	spank/ckpt_dir.c spank/ckpt_dir.h \
+	spank/flight_dir.c spank/flight_dir.h \
 	spank/ckpt_timer.c spank/ckpt_timer.h \
 	spank/requeue.c spank/requeue.h \
 	spank/topology.c spank/topology.h \

@@ -5,7 +5,8 @@
 #include <string.h>
 
 #define KNOWN "env, affinity, gpus_per_task, ckpt, ckpt_signal, master_port_base, " \
-	"master_port_range, nccl_env, lock, topology_root, nvml_library"
+	"master_port_range, nccl_env, lock, topology_root, nvml_library, flight_dir, " \
+	"flight_local_base"
 
 int loom_env_name_valid(const char *s, size_t len)
 {
@@ -125,6 +126,7 @@ int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 	cfg->master_port_range = LOOM_PORT_RANGE_DEFAULT;
 	strcpy(cfg->topology_root, "/");
 	strcpy(cfg->nvml_library, "libnvidia-ml.so.1");
+	strcpy(cfg->flight_local_base, "/var/tmp");
 
 	for (int i = 0; i < argc; i++) {
 		const char *arg = argv[i];
@@ -161,6 +163,18 @@ int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 			if (parse_path(cfg->topology_root, sizeof cfg->topology_root, "topology_root",
 				       val, err, errlen) < 0)
 				return -1;
+		} else if (KEY("flight_dir") || KEY("flight_local_base")) {
+			int local = KEY("flight_local_base");
+			char *dst = local ? cfg->flight_local_base : cfg->flight_dir;
+			if (parse_path(dst, sizeof cfg->flight_dir, local ? "flight_local_base" : "flight_dir",
+				       val, err, errlen) < 0)
+				return -1;
+			if (dst[0] != '/' && (local || strcmp(dst, "none"))) {
+				snprintf(err, errlen, "plugstack argument %s='%.64s' must be an absolute path%s",
+					 local ? "flight_local_base" : "flight_dir", val,
+					 local ? "" : " or none");
+				return -1;
+			}
 		} else if (KEY("nvml_library")) {
 			if (parse_path(cfg->nvml_library, sizeof cfg->nvml_library, "nvml_library",
 				       val, err, errlen) < 0)

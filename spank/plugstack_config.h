@@ -27,6 +27,11 @@ struct loom_config {
 	struct loom_kv nccl_env[LOOM_NCCL_ENV_MAX];
 	char topology_root[1024];       /* "/", a directory (fake sysfs) or an .xml file */
 	char nvml_library[1024];        /* dlopen()ed when present; "none" disables */
+	/* LOOM_FLIGHT_DIR: flight_dir= a shared directory (%j: job id), kept;
+	 * "none": not set; empty: node-local under flight_local_base, removed
+	 * after a step whose tasks on the node all exited 0 */
+	char flight_dir[1024];
+	char flight_local_base[1024];   /* default /var/tmp */
 };
 
 /* Fill cfg from plugstack arguments (key=value). On a bad argument returns

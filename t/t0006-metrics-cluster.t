@@ -29,6 +29,7 @@ test_expect_success "rank $r: file parses strictly, counters match the program" 
 	test \"\$($prom \"\$f\" loom_bytes_total comm=world op=allreduce)\" = 40960 &&
 	test \"\$($prom \"\$f\" loom_operations_total comm=world op=broadcast)\" = 3 &&
 	test \"\$($prom \"\$f\" loom_operations_total comm=world op=barrier)\" = 1 &&
+	test \"\$($prom \"\$f\" loom_last_finished_seq comm=world)\" = 14 &&
 	test \"\$($prom \"\$f\" loom_timeouts_total comm=world)\" = 0
 "
 done

@@ -5,7 +5,7 @@
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 command -v nm >/dev/null 2>&1 || skip_all "nm (binutils) not installed"
 B=$LOOM_BUILD_DIR/runtime
-ORDER="util metrics transport comm coll core boot backend api dp ckpt"
+ORDER="util metrics flight transport comm coll core boot backend api dp ckpt"
 
 # "folder symbol" lines: what each object defines (D) and needs (U)
 symbols() {

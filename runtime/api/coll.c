@@ -2,9 +2,13 @@
  * non-blocking, on every backend: one descriptor per call, checked here
  * once, handed to the communicator's backend, and counted in the metrics
  * (LOOM_METRICS_FILE) when it completes, at loom_wait/loom_test for the
- * non-blocking forms. */
+ * non-blocking forms. Each call is also posted to the communicator's flight
+ * record (LOOM_FLIGHT_DIR) and marked finished there at that same point. */
 #include "backend/backend.h"
+#include "flight/flight.h"
 #include "metrics/metrics.h"
+
+_Static_assert((int)LOOM_OP_BARRIER < (int)LOOM_FLIGHT_SEND, "flight kinds keep LOOM_OP_* numbers");
 
 static const int metric_of[] = {
 	[LOOM_OP_ALLREDUCE] = LOOM_METRIC_ALLREDUCE,
@@ -39,32 +43,50 @@ static int req_slot(loom_request_t **req, int nonblocking)
 }
 
 /* Count the call: now when it ended (blocking, or failed to start), else
- * when its request completes. Returns rc. */
-static int counted(struct loom_comm *c, int metric, size_t bytes, double t0, int rc,
+ * when its request completes. seq: its flight record number (0: none).
+ * Returns rc. */
+static int counted(struct loom_comm *c, int metric, size_t bytes, double t0, uint64_t seq, int rc,
 		   loom_request_t **req, int nonblocking)
 {
 	if (!nonblocking || rc)
-		return loom_metered(c, metric, bytes, t0, rc);
-	loom_req_meter(*req, c, metric, bytes, t0);
+		return loom_metered(c, metric, bytes, t0, seq, rc);
+	loom_req_meter(*req, c, metric, bytes, t0, seq);
 	return LOOM_SUCCESS;
+}
+
+/* the communicator's flight slot, made at its first public operation */
+static inline struct loom_flight_slot *flight_of(struct loom_comm *c)
+{
+	if (__builtin_expect(!c->flight_tried, 0)) {
+		c->flight_tried = 1;
+		c->flight = loom_flight_slot_new(c->w ? c->w->rank : c->rank,
+						 c->w && c->w->size ? c->w->size : c->size, c->name,
+						 c->ctx, c->rank, c->size, c->wrank ? c->wrank[0] : 0);
+	}
+	return c->flight;
 }
 
 /* One collective: req NULL for the blocking form. */
 static int issue(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req,
 		 int nonblocking)
 {
+	struct loom_flight_slot *fs;
+	uint64_t seq = 0;
 	double t0;
 	int rc;
 	if ((rc = req_slot(req, nonblocking)) || (rc = loom_op_validate(c, d)))
 		return rc;
 	t0 = loom_now();
+	if ((fs = flight_of(c)))
+		seq = loom_flight_post(fs, d->kind, d->count, d->dt, d->op, d->root, t0);
 	rc = c->be->coll(c, d, req);
-	return counted(c, metric_of[d->kind], metric_bytes(c, d), t0, rc, req, nonblocking);
+	return counted(c, metric_of[d->kind], metric_bytes(c, d), t0, seq, rc, req, nonblocking);
 }
 
 static int p2p(struct loom_comm *c, int is_send, void *buf, size_t n, loom_dtype_t dt, int peer,
 	       loom_request_t **req, int nonblocking)
 {
+	struct loom_flight_slot *fs;
 	double t0;
 	int rc;
 	if ((rc = req_slot(req, nonblocking)))
@@ -73,9 +95,11 @@ static int p2p(struct loom_comm *c, int is_send, void *buf, size_t n, loom_dtype
 	    n > ((size_t)-1 / 2) / loom_dtype_size(dt))
 		return LOOM_ERR_INVALID;
 	t0 = loom_now();
+	if ((fs = flight_of(c)))
+		loom_flight_p2p_post(fs, is_send, n, dt, peer, t0);
 	rc = c->be->p2p(c, is_send, buf, n, dt, peer, req);
 	return counted(c, is_send ? LOOM_METRIC_SEND : LOOM_METRIC_RECV, n * loom_dtype_size(dt), t0,
-		       rc, req, nonblocking);
+		       0, rc, req, nonblocking);
 }
 
 #define DESC(kind, s, r, n, dt, op, root) \

@@ -2,6 +2,7 @@
  * timeouts, split, dup, free, abort) through the communicator's backend,
  * and the native backend's split/dup/free/abort. */
 #include "backend/backend.h"
+#include "flight/flight.h"
 #include "metrics/metrics.h"
 
 #include <stdio.h>
@@ -31,6 +32,7 @@ int loom_comm_set_name(loom_comm_t *c, const char *name)
 		return LOOM_ERR_INVALID;
 	snprintf(c->name, sizeof c->name, "%s", name);
 	loom_metrics_rename(c->metrics, c->name);
+	loom_flight_slot_rename(c->flight, c->name);
 	return LOOM_SUCCESS;
 }
 
@@ -61,6 +63,7 @@ int loom_comm_free(loom_comm_t *c)
 		LOOM_WARN("loom_comm_free on the world communicator: use loom_finalize");
 		return LOOM_ERR_INVALID;
 	}
+	loom_flight_slot_free(c->flight);
 	return c->be->free(c);
 }
 

@@ -13,6 +13,7 @@
  * every later operation with the same status.
  */
 #include "backend/backend_mpi.h"
+#include "flight/flight.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -254,6 +255,7 @@ static int mreq_progress(struct mreq *q, int block, int *done)
 				LOOM_ERR("timeout: comm %s op %s seq %llu after %.1f s (mpi backend: MPI does not "
 					 "tell which ranks never arrived); the communicator fails from now on",
 					 c->name, kind_name(q->kind), q->seq, now - q->started);
+			loom_flight_log_verdict();
 			return mreq_give_up(q, LOOM_ERR_TIMEOUT);
 		}
 		if (!block) {

@@ -11,6 +11,7 @@
 /* ---- communicators ---- */
 struct ident {
 	int32_t color, key;
+	int32_t wrank;          /* for wrank[], which the flight records name */
 	char node[64];
 };
 
@@ -73,6 +74,8 @@ static int wrap(MPI_Comm mc, struct loom_world *w, const char *name, double time
 	if (rc == MPI_SUCCESS) {
 		memset(&me, 0, sizeof me);
 		loom_node_identity(me.node);
+		/* the world itself is wrapped before w->size is known */
+		me.wrank = w->size ? w->rank : c->rank;
 		LK();
 		rc = MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, m->ctl);
 		if (rc == MPI_SUCCESS)
@@ -93,6 +96,9 @@ static int wrap(MPI_Comm mc, struct loom_world *w, const char *name, double time
 		return rc;
 	}
 	node_fields(c, all);
+	if ((c->wrank = malloc((size_t)c->size * sizeof *c->wrank)))
+		for (int i = 0; i < c->size; i++)
+			c->wrank[i] = all[i].wrank;
 	free(all);
 	pthread_mutex_lock(&w->comms_lock);
 	c->next = w->comms;
@@ -125,6 +131,7 @@ static void destroy(struct loom_comm *c)
 	MPI_Comm_free(&m->comm);
 	UL();
 	free(m);
+	free(c->wrank);
 	free(c);
 }
 

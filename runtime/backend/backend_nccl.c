@@ -22,6 +22,7 @@
  * backend. Compile-tested only where no GPU was available.
  */
 #include "backend/backend.h"
+#include "flight/flight.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -89,6 +90,7 @@ static int nccl_settle(struct loom_comm *c, ncclResult_t r, const char *what, do
 		if (loom_now() >= deadline) {
 			LOOM_ERR("timeout: comm %s: %s still in progress after the deadline; ncclCommAbort",
 				 c->name, what);
+			loom_flight_log_verdict();
 			nabort(c, LOOM_ERR_TIMEOUT);
 			return LOOM_ERR_TIMEOUT;
 		}
@@ -137,6 +139,7 @@ static int nccl_poll(struct loom_comm *c, cudaEvent_t ev, const char *what, doub
 		if (loom_now() >= deadline) {
 			LOOM_ERR("timeout: comm %s op %s after %.1f s (nccl backend); ncclCommAbort, the "
 				 "communicator fails from now on", c->name, what, loom_now() - started);
+			loom_flight_log_verdict();
 			nabort(c, LOOM_ERR_TIMEOUT);
 			return LOOM_ERR_TIMEOUT;
 		}

@@ -4,6 +4,7 @@
  * engine), and wakes at least every 100 ms to check the deadline, peers'
  * liveness and aborts. Transfers to one peer complete in posting order. */
 #include "coll/coll.h"
+#include "flight/flight.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -403,6 +404,7 @@ void loom_report_timeout(struct loom_comm *c, const char *opname, uint64_t seq, 
 	else
 		LOOM_ERR("timeout: comm %s op %s seq %llu after %.1f s: %s", c->name, opname,
 			 (unsigned long long)seq, waited, line);
+	loom_flight_log_verdict();
 	free(late);
 	free(mute);
 }

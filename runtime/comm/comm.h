@@ -66,6 +66,7 @@ struct loom_backend {
 
 /* ---- communicators ---- */
 struct loom_nbq;
+struct loom_flight_slot;
 struct loom_comm {
 	struct loom_world *w;
 	const struct loom_backend *be;
@@ -99,6 +100,8 @@ struct loom_comm {
 	int is_world;
 	void *impl;                   /* other backends' own state */
 	struct loom_metrics *metrics;  /* made at the first public operation */
+	struct loom_flight_slot *flight;  /* flight record slot, made then too */
+	int flight_tried;
 };
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,

@@ -32,8 +32,9 @@ void loom_req_set_next(loom_request_t *q, loom_request_t *next);
 const struct loom_opdesc *loom_req_desc(const loom_request_t *q);
 void loom_req_finish(loom_request_t *q, int status);
 /* Count q's operation (enum loom_metric_op) on c when it completes. */
-void loom_req_meter(loom_request_t *q, struct loom_comm *c, int metric, size_t bytes, double t0);
+void loom_req_meter(loom_request_t *q, struct loom_comm *c, int metric, size_t bytes, double t0,
+		    uint64_t seq);
 /* Count a public operation that ended with rc; returns rc. */
-int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, int rc);
+int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, uint64_t seq, int rc);
 
 #endif

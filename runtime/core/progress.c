@@ -5,6 +5,7 @@
  * request wraps its own state. loom_wait / loom_test finish all three and
  * count the operation in the metrics the public layer asked for. */
 #include "core/core.h"
+#include "flight/flight.h"
 #include "metrics/metrics.h"
 
 #include <stdlib.h>
@@ -33,6 +34,7 @@ struct loom_request {
 	int metric;
 	size_t mbytes;
 	double t0;
+	uint64_t fseq;          /* its flight record number, 0 none */
 };
 
 void loom_req_finish(struct loom_request *q, int status)
@@ -84,15 +86,25 @@ struct loom_request *loom_req_next(struct loom_request *q) { return q->next; }
 void loom_req_set_next(struct loom_request *q, struct loom_request *next) { q->next = next; }
 const struct loom_opdesc *loom_req_desc(const struct loom_request *q) { return &q->d; }
 
-/* Count a finished public operation for LOOM_METRICS_FILE. bytes is the
- * per-rank size nccl-tests reports for the operation. */
-int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, int rc)
+/* Count a finished public operation for LOOM_METRICS_FILE and mark it
+ * finished in the flight record (collective seq; 0 for point to point).
+ * bytes is the per-rank size nccl-tests reports for the operation. */
+int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, uint64_t seq, int rc)
 {
+	double now = loom_now();
 	if (!c->metrics && !c->internal)
 		c->metrics = loom_metrics_new(c->name, c->rank, c->size);
-	if (rc == LOOM_SUCCESS)
-		loom_metrics_op(c->metrics, (enum loom_metric_op)metric, bytes, loom_now() - t0);
-	else if (rc == LOOM_ERR_TIMEOUT)
+	if (c->flight) {
+		if (metric == LOOM_METRIC_SEND || metric == LOOM_METRIC_RECV)
+			loom_flight_p2p_end(c->flight, rc, now);
+		else if (seq)
+			loom_flight_end(c->flight, seq, rc, now);
+	}
+	if (rc == LOOM_SUCCESS) {
+		loom_metrics_op(c->metrics, (enum loom_metric_op)metric, bytes, now - t0);
+		if (seq)
+			loom_metrics_seq(c->metrics, seq);
+	} else if (rc == LOOM_ERR_TIMEOUT)
 		loom_metrics_timeout(c->metrics);
 	else if (rc == LOOM_ERR_PEER_LOST)
 		loom_metrics_peer_lost(c->metrics);
@@ -100,8 +112,9 @@ int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, int r
 }
 
 void loom_req_meter(struct loom_request *q, struct loom_comm *c, int metric, size_t bytes,
-		    double t0)
+		    double t0, uint64_t seq)
 {
+	q->fseq = seq;
 	q->mc = c;
 	q->metric = metric;
 	q->mbytes = bytes;
@@ -112,7 +125,7 @@ void loom_req_meter(struct loom_request *q, struct loom_comm *c, int metric, siz
 static int req_end(struct loom_request *q, int rc)
 {
 	if (q->metric >= 0)
-		loom_metered(q->mc, q->metric, q->mbytes, q->t0, rc);
+		loom_metered(q->mc, q->metric, q->mbytes, q->t0, q->fseq, rc);
 	req_free(q);
 	return rc;
 }
@@ -171,6 +184,7 @@ static int p2p_poll(struct loom_request *q, double timeout)
 					 c->name, q->is_send ? "send" : "recv",
 					 (unsigned long long)q->pseq + 1, now - q->started, q->peer,
 					 q->is_send ? "received it" : "sent it");
+				loom_flight_log_verdict();
 				f = LOOM_ERR_TIMEOUT;
 			}
 			q->status = f;

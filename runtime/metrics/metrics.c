@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ struct loom_metrics {
 	int retired;   /* freed by its owner; kept for its counters */
 	struct op_counters ops[LOOM_METRIC_OP_COUNT];
 	unsigned long long timeouts, peer_lost;
+	_Atomic unsigned long long last_seq;  /* last collective finished */
 	unsigned long long ckpt_count, ckpt_bytes_last, ckpt_bytes_total;
 	double ckpt_seconds_last, ckpt_seconds_total;
 };
@@ -138,6 +140,8 @@ static void add_counters(struct loom_metrics *dst, const struct loom_metrics *sr
 	}
 	dst->timeouts += src->timeouts;
 	dst->peer_lost += src->peer_lost;
+	if (atomic_load(&src->last_seq) > atomic_load(&dst->last_seq))
+		atomic_store(&dst->last_seq, atomic_load(&src->last_seq));
 	dst->ckpt_count += src->ckpt_count;
 	dst->ckpt_bytes_total += src->ckpt_bytes_total;
 	dst->ckpt_seconds_total += src->ckpt_seconds_total;
@@ -202,6 +206,14 @@ void loom_metrics_op(struct loom_metrics *m, enum loom_metric_op op, size_t byte
 		c->busbw_n++;
 	}
 	pthread_mutex_unlock(&registry_lock);
+}
+
+/* plain loads and stores, no lock: it runs at every collective (a
+ * non-blocking one finished late does not take the gauge back) */
+void loom_metrics_seq(struct loom_metrics *m, unsigned long long seq)
+{
+	if (m && seq > atomic_load_explicit(&m->last_seq, memory_order_relaxed))
+		atomic_store_explicit(&m->last_seq, seq, memory_order_relaxed);
 }
 
 void loom_metrics_timeout(struct loom_metrics *m)
@@ -339,6 +351,7 @@ static void render_locked(struct out *o)
 		{ "loom_checkpoint_bytes_total", "counter", "Bytes of committed checkpoints written by this rank." },
 		{ "loom_checkpoint_last_seconds", "gauge", "Duration of the last checkpoint." },
 		{ "loom_checkpoint_last_bytes", "gauge", "Size of the last checkpoint written by this rank." },
+		{ "loom_last_finished_seq", "gauge", "Sequence number of the last collective this rank finished on the communicator (its flight record number)." },
 	};
 	for (size_t f = 0; f < sizeof comm_families / sizeof comm_families[0]; f++) {
 		emit(o, "# HELP %s %s\n# TYPE %s %s\n", comm_families[f].name, comm_families[f].help,
@@ -353,7 +366,8 @@ static void render_locked(struct out *o)
 			case 3: emit(o, "%.9g\n", m->ckpt_seconds_total); break;
 			case 4: emit(o, "%llu\n", m->ckpt_bytes_total); break;
 			case 5: emit(o, "%.9g\n", m->ckpt_seconds_last); break;
-			default: emit(o, "%llu\n", m->ckpt_bytes_last); break;
+			case 6: emit(o, "%llu\n", m->ckpt_bytes_last); break;
+			default: emit(o, "%llu\n", atomic_load(&m->last_seq)); break;
 			}
 		}
 	}

@@ -38,6 +38,8 @@ void loom_metrics_rename(struct loom_metrics *m, const char *comm_name);
  * "size") that took `seconds`. busbw uses nccl-tests' factors. */
 void loom_metrics_op(struct loom_metrics *m, enum loom_metric_op op, size_t bytes,
 		     double seconds);
+/* the communicator's last finished collective (loom_last_finished_seq) */
+void loom_metrics_seq(struct loom_metrics *m, unsigned long long seq);
 void loom_metrics_timeout(struct loom_metrics *m);
 void loom_metrics_peer_lost(struct loom_metrics *m);
 void loom_metrics_checkpoint(struct loom_metrics *m, double seconds, size_t bytes);

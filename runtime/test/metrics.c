@@ -30,6 +30,8 @@ int main(void)
 	loom_metrics_timeout(w);
 	loom_metrics_peer_lost(tp);
 	loom_metrics_checkpoint(w, 2.5, 1000);
+	loom_metrics_seq(w, 6);
+	loom_metrics_seq(tp, 1);
 
 	size_t need = loom_metrics_render(text, sizeof text);
 	ok(need < sizeof text, "rendered text fits (%zu bytes)", need);
@@ -42,6 +44,9 @@ int main(void)
 	like(text, "loom_timeouts_total{", "timeout family present");
 	like(text, "loom_checkpoint_last_seconds{", "checkpoint duration present");
 	ok(strstr(text, "op=\"barrier\"} 1\n") != NULL, "barrier counted");
+	like(text, "# TYPE loom_last_finished_seq gauge\n", "last finished seq is a gauge");
+	like(text, "comm=\"world\"} 6\n", "world's last finished collective is #6");
+	like(text, "comm=\"tp \\\"group\\\"\"} 1\n", "tp's is #1");
 	/* 1 MiB in 1 ms on 4 ranks: 1.048576 GB/s * 1.5 */
 	like(text, "loom_busbw_last_gigabytes_per_second{", "busbw gauge present");
 	like(text, "op=\"allreduce\"} 1.57286\n", "busbw of the last allreduce");

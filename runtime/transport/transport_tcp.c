@@ -8,6 +8,7 @@
  *
  * Wire: 40-byte header {magic, type, ctx, tag, len, aux} then len bytes. */
 #include "comm/comm.h"  /* the world and communicator tables, read as data */
+#include "flight/flight.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,9 +104,10 @@ static void peer_lost(struct loom_engine *e, int i, const char *why)
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
-	if (!p->bye)
+	if (!p->bye) {
 		LOOM_ERR("rank %d lost: %s", i, why);
-	else
+		loom_flight_log_verdict();
+	} else
 		LOOM_TRACE("rank %d closed its connection after goodbye", i);
 	for (r = p->sq; r; r = nx) {
 		nx = r->next;

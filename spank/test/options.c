@@ -122,6 +122,18 @@ int main(void)
 	is_int(C(&cfg, "topology_root=/tmp/x.xml", "nvml_library=none"), 0, "paths");
 	is_str(cfg.topology_root, "/tmp/x.xml", "topology_root kept");
 	is_int(C(&cfg, "topology_root=", NULL), -1, "empty topology_root");
+	is_int(C(&cfg, "topology_root=/x", NULL), 0, "flight defaults");
+	ok(!cfg.flight_dir[0] && !strcmp(cfg.flight_local_base, "/var/tmp"),
+	   "no flight_dir, flight_local_base /var/tmp");
+	is_int(C(&cfg, "flight_dir=/shared/fl/%j", "flight_local_base=/scratch"), 0, "flight paths");
+	ok(!strcmp(cfg.flight_dir, "/shared/fl/%j") && !strcmp(cfg.flight_local_base, "/scratch"),
+	   "flight paths kept");
+	is_int(C(&cfg, "flight_dir=none", NULL), 0, "flight_dir=none");
+	is_int(C(&cfg, "flight_dir=fl/%j", NULL), -1, "relative flight_dir");
+	like(err, "flight_dir='fl/%j' must be an absolute path or none", "names it");
+	is_int(C(&cfg, "flight_local_base=none", NULL), -1, "flight_local_base is a path");
+	is_int(C(&cfg, "flight_local_base=tmp", NULL), -1, "relative flight_local_base");
+	like(err, "flight_local_base='tmp' must be an absolute path", "names it");
 	is_int(C(&cfg, "affinity=nearest", NULL), -1, "bad site affinity");
 	like(err, "plugstack argument affinity='nearest'", "site message names the argument");
 	is_int(C(&cfg, "ckpt_signal=KILL", NULL), -1, "bad site ckpt_signal");

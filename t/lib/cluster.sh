@@ -126,7 +126,10 @@ cluster_plugstack() {
 	if [ "$1" = "none" ] || [ -z "$plugin" ] || [ ! -f "$plugin" ]; then
 		: >"$LOOM_CLUSTER_DIR/plugstack.conf"
 	else
-		echo "required $plugin $*" >"$LOOM_CLUSTER_DIR/plugstack.conf"
+		# the tests' flight records stay in the cluster's directory, not /var/tmp
+		mkdir -p "$LOOM_CLUSTER_DIR/flight" && chmod 1777 "$LOOM_CLUSTER_DIR/flight"
+		echo "required $plugin flight_local_base=$LOOM_CLUSTER_DIR/flight $*" \
+			>"$LOOM_CLUSTER_DIR/plugstack.conf"
 	fi
 }
 

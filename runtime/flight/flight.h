@@ -1,0 +1,157 @@
+/* runtime/flight/flight.h: the flight recorder. Each rank keeps, in a
+ * file-backed shared mapping under LOOM_FLIGHT_DIR, a ring of the last
+ * LOOM_FLIGHT_OPS collectives of each of its communicators (and its last
+ * point-to-point), written with plain stores: the file is readable while
+ * the rank hangs and after it is killed. The reader side (flight_read.c,
+ * flight_verdict.c) serves loom-doctor and the runtime's timeout lines.
+ * The format is docs/flight-format.md. Knows no communicator object. */
+#ifndef LOOM_FLIGHT_FLIGHT_H
+#define LOOM_FLIGHT_FLIGHT_H
+
+#include "util/util.h"
+
+#include <stdio.h>
+
+#define LOOM_FLIGHT_MAGIC "LOOMFLT"     /* 8 bytes with its NUL */
+#define LOOM_FLIGHT_VERSION 1
+#define LOOM_FLIGHT_SLOTS 32            /* communicators per rank file */
+#define LOOM_FLIGHT_MAX_OPS 65536
+#define LOOM_FLIGHT_MAX_RANKS (1 << 20)
+
+/* kinds: the collectives keep comm.h's LOOM_OP_* numbers (1..7) */
+enum { LOOM_FLIGHT_SEND = 8, LOOM_FLIGHT_RECV = 9, LOOM_FLIGHT_NKINDS };
+enum { LOOM_FLIGHT_POSTED = 1, LOOM_FLIGHT_DONE, LOOM_FLIGHT_FAILED };
+
+struct loom_flight_hdr {          /* 256 bytes at offset 0 */
+	char magic[8];
+	uint32_t version, hdr_size, slot_size, op_size;
+	uint32_t nslots, nops;        /* nops: a power of two */
+	uint64_t file_size;
+	int32_t rank, size, pid;      /* world rank and size */
+	_Atomic uint32_t finalized;   /* 1 in loom_finalize, 2 done */
+	double real_minus_mono;       /* add to a time below for the epoch */
+	double started;               /* monotonic */
+	_Atomic uint32_t nslots_used;
+	uint32_t pad0;
+	char node[64], host[64];      /* Slurm node name, gethostname */
+	char job[24], step[24];
+};
+
+struct loom_flight_op {           /* 64 bytes */
+	_Atomic uint64_t seq;         /* written last on post */
+	uint32_t kind;
+	_Atomic uint32_t state;
+	uint64_t count;
+	int32_t dtype, op, root, status;
+	double t_post, t_end;
+	uint64_t pad;
+};
+
+struct loom_flight_slot {         /* 256 bytes, then nops ops */
+	_Atomic uint32_t used;        /* 1 once the fields below are set */
+	_Atomic uint32_t freed;
+	int32_t rank, size;           /* in the communicator */
+	int32_t first_wrank;          /* world rank of its rank 0 */
+	uint32_t pad0;
+	uint64_t ctx;
+	char name[64];
+	_Atomic uint64_t posted, done;  /* last collective seq posted, finished */
+	/* point to point: counts, and the last one posted */
+	_Atomic uint64_t p2p_posted, p2p_done;
+	struct loom_flight_op p2p_last;
+	char pad[256 - 128 - sizeof(struct loom_flight_op)];
+};
+
+/* ---- the writer (flight_rec.c) ---- */
+/* Open this rank's record (once per process; LOOM_FLIGHT_DIR unset or
+ * LOOM_FLIGHT_OPS=0: recording off). Then a slot per communicator, NULL
+ * when off or when the slots are spent. */
+struct loom_flight_slot *loom_flight_slot_new(int wrank, int wsize, const char *name, uint64_t ctx,
+					      int rank, int size, int first_wrank);
+void loom_flight_slot_rename(struct loom_flight_slot *s, const char *name);
+void loom_flight_slot_free(struct loom_flight_slot *s);
+/* 1: in loom_finalize, 2: finalized */
+void loom_flight_finalized(int how);
+/* the directory records go to, NULL when recording is off */
+const char *loom_flight_dir(void);
+
+/* A collective posted at monotonic time t: its seq (1, 2, ...) */
+static inline uint64_t loom_flight_post(struct loom_flight_slot *s, int kind, uint64_t count,
+					int dtype, int op, int root, double t)
+{
+	extern uint32_t loom_flight_mask;
+	uint64_t seq = atomic_load_explicit(&s->posted, memory_order_relaxed) + 1;
+	struct loom_flight_op *o = (struct loom_flight_op *)(s + 1) + (seq & loom_flight_mask);
+	atomic_store_explicit(&o->seq, 0, memory_order_relaxed);
+	atomic_store_explicit(&o->state, LOOM_FLIGHT_POSTED, memory_order_relaxed);
+	o->kind = (uint32_t)kind;
+	o->count = count;
+	o->dtype = dtype;
+	o->op = op;
+	o->root = root;
+	o->status = 0;
+	o->t_post = t;
+	o->t_end = 0;
+	atomic_store_explicit(&o->seq, seq, memory_order_release);
+	atomic_store_explicit(&s->posted, seq, memory_order_release);
+	return seq;
+}
+
+/* The collective seq ended with status rc at time t */
+static inline void loom_flight_end(struct loom_flight_slot *s, uint64_t seq, int rc, double t)
+{
+	extern uint32_t loom_flight_mask;
+	struct loom_flight_op *o = (struct loom_flight_op *)(s + 1) + (seq & loom_flight_mask);
+	if (atomic_load_explicit(&o->seq, memory_order_relaxed) == seq) {
+		o->status = rc;
+		o->t_end = t;
+		atomic_store_explicit(&o->state, rc ? LOOM_FLIGHT_FAILED : LOOM_FLIGHT_DONE,
+				      memory_order_release);
+	}
+	if (seq > atomic_load_explicit(&s->done, memory_order_relaxed))
+		atomic_store_explicit(&s->done, seq, memory_order_release);
+}
+
+void loom_flight_p2p_post(struct loom_flight_slot *s, int is_send, uint64_t count, int dtype,
+			  int peer, double t);
+void loom_flight_p2p_end(struct loom_flight_slot *s, int rc, double t);
+
+/* ---- the reader (flight_read.c) ---- */
+struct loom_flight_rec {
+	char path[512];
+	struct loom_flight_hdr h;
+	struct loom_flight_slot *slots;   /* h.nslots of them, with their ops */
+	size_t slot_bytes;
+	int gone;                         /* its pid is known dead (same host) */
+};
+const char *loom_flight_kind_name(int kind);
+/* Read and check one record file. 0, or -1 with a message naming the file
+ * in err. */
+int loom_flight_read(const char *path, struct loom_flight_rec *r, char *err, size_t errlen);
+void loom_flight_rec_clear(struct loom_flight_rec *r);
+static inline const struct loom_flight_op *loom_flight_ops(const struct loom_flight_rec *r,
+							    const struct loom_flight_slot *s)
+{
+	(void)r;
+	return (const struct loom_flight_op *)(s + 1);
+}
+/* Every *.flight file of dir (sorted); bad ones are reported through
+ * bad(path-message) and skipped. Returns the count read, -1 when dir
+ * cannot be listed (err says why). */
+int loom_flight_read_dir(const char *dir, struct loom_flight_rec **recs, char *err, size_t errlen,
+			 void (*bad)(const char *msg, void *arg), void *arg);
+
+/* ---- the analysis (flight_verdict.c) ---- */
+/* Findings, one line each, and the verdict, as text (json 0) or one JSON
+ * object (json 1), into f. now: epoch seconds. Returns 1 when something
+ * is stuck, 0 when not. */
+int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now, int json);
+/* s as a JSON string (quotes, backslashes and control bytes escaped) */
+void loom_flight_json_str(FILE *f, const char *s);
+/* The verdict alone, for a log line (buf gets "" when there is none). */
+void loom_flight_verdict(char *buf, size_t len);
+/* log that verdict as an error line, when there is one (after a timeout
+ * or a lost peer) */
+void loom_flight_log_verdict(void);
+
+#endif

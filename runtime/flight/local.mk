@@ -1,0 +1,20 @@
+# runtime/flight/: the flight recorder (LOOM_FLIGHT_DIR): each rank's
+# record file, its reader and the hang verdict (loom-doctor, timeout lines)
+runtime_libloom_core_la_SOURCES += runtime/flight/flight.h runtime/flight/flight_rec.c \
+	runtime/flight/flight_read.c runtime/flight/flight_verdict.c
+# loom-doctor: reads the records (internals: links the convenience library)
+bin_PROGRAMS += runtime/tools/loom-doctor
+runtime_tools_loom_doctor_SOURCES = runtime/tools/loom_doctor.c
+runtime_tools_loom_doctor_LDADD = runtime/libloom_core.la
+
+# cluster tests: hangs the doctor must name
+check_PROGRAMS += t/runtime/flight-hang
+t_runtime_flight_hang_SOURCES = t/runtime/flight-hang.c
+t_runtime_flight_hang_LDADD = runtime/libloom.la
+dist_check_SCRIPTS += t/t2100-flight.t t/t2101-flight-corrupt.t t/t2102-flight-plugin.t \
+	t/t6002-flight-mpi.t
+# unit test: writer and reader on one record, and the cost per operation
+check_PROGRAMS += runtime/test/flight
+runtime_test_flight_SOURCES = runtime/test/flight.c
+runtime_test_flight_LDADD = runtime/libloom_core.la
+TESTS += runtime/test/flight

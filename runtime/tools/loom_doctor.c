@@ -1,0 +1,145 @@
+/* runtime/tools/loom_doctor.c: loom-doctor, which rank is stuck in which
+ * collective, from the flight records of a job (LOOM_FLIGHT_DIR).
+ *   loom-doctor [--json] DIR...       the records in DIR (every node's, when shared)
+ *   loom-doctor [--json] --job JOBID  each node's records of a running job,
+ *                                     copied here with srun --overlap
+ * Exit 0: nothing stuck; 1: a hang or mismatch found; 2: no usable record
+ * or a usage error. */
+#include "flight/flight.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct bad {
+	int json, n;
+};
+
+/* a file that is not a usable record: said, then skipped */
+static void bad_file(const char *msg, void *arg)
+{
+	struct bad *b = arg;
+	if (b->json) {
+		printf("%s", b->n ? "," : "");
+		loom_flight_json_str(stdout, msg);
+	} else {
+		fprintf(stderr, "loom-doctor: %s; skipped\n", msg);
+	}
+	b->n++;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: loom-doctor [--json] DIR...\n"
+			"       loom-doctor [--json] --job JOBID\n");
+	return 2;
+}
+
+/* --job: a running job's node-local records, one srun task per node that
+ * prints its files as base64 lines; srun -l labels each line with its
+ * task, so the nodes' streams come apart again here, in a temporary
+ * directory */
+static int collect(const char *job, char *dir, size_t len)
+{
+	char cmd[1400], tmpl[] = "/tmp/loom-doctor.XXXXXX";
+	const char *p;
+	int rc;
+	for (p = job; *p; p++)
+		if ((*p < '0' || *p > '9') && *p != '_') {
+			fprintf(stderr, "loom-doctor: --job %s: expected a job id (digits)\n", job);
+			return -1;
+		}
+	if (!mkdtemp(tmpl)) {
+		fprintf(stderr, "loom-doctor: mkdtemp: %s\n", strerror(errno));
+		return -1;
+	}
+	/* each node: its LOOM_FLIGHT_DIR (the step's environment: the plugin's
+	 * for the job, or the caller's, which srun passes on) as
+	 * "=loom-flight= node.file" lines, each followed by the file in base64 */
+	snprintf(cmd, sizeof cmd,
+		 "n=$(squeue -h -o %%D -j %s) && [ -n \"$n\" ] || "
+		 "{ echo \"loom-doctor: job %s is not running\" >&2; exit 1; }; "
+		 "srun --overlap --jobid=%s -N \"$n\" --ntasks-per-node=1 --kill-on-bad-exit=0 -l sh -c '"
+		 "d=${LOOM_FLIGHT_DIR:?the job has no LOOM_FLIGHT_DIR}; cd \"$d\" || exit 1; "
+		 "for f in *.flight; do [ -f \"$f\" ] || continue; "
+		 "echo \"=loom-flight= $SLURMD_NODENAME.$f\"; base64 \"$f\"; done' "
+		 "| awk -v d=%s '{ t = $1; sub(/^ *[0-9]+: /, \"\"); "
+		 "if ($0 ~ /^=loom-flight= /) { if (p[t] != \"\") close(p[t]); n = substr($0, 15); "
+		 "p[t] = n ~ /^[A-Za-z0-9._-]+$/ ? \"base64 -d >\" d \"/\" n : \"\"; next } "
+		 "if (p[t] != \"\") print | p[t] }'",
+		 job, job, job, tmpl);
+	rc = system(cmd);
+	if (rc) {
+		fprintf(stderr, "loom-doctor: --job %s: collecting with srun --overlap failed "
+			"(status %d): the job must be running and yours (or run loom-doctor DIR "
+			"on each node, or set a shared flight directory: see loom-doctor(1))\n",
+			job, rc);
+	}
+	snprintf(dir, len, "%s", tmpl);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct loom_flight_rec *all = NULL, *recs, *nv;
+	struct bad b = { 0, 0 };
+	char err[700], jobdir[64] = "";
+	const char *job = NULL;
+	int i, n = 0, k, first, stuck;
+	struct timespec ts;
+	for (first = 1; first < argc && argv[first][0] == '-'; first++) {
+		if (!strcmp(argv[first], "--json"))
+			b.json = 1;
+		else if (!strcmp(argv[first], "--job") && first + 1 < argc)
+			job = argv[++first];
+		else if (!strcmp(argv[first], "--help") || !strcmp(argv[first], "-h"))
+			return usage(), 0;
+		else
+			return usage();
+	}
+	if (job ? first != argc : first >= argc)
+		return usage();
+	if (job && collect(job, jobdir, sizeof jobdir))
+		return 2;
+	if (b.json)
+		printf("{\"errors\":[");
+	for (i = first; i < argc || (job && i == first); i++) {
+		const char *d = job ? jobdir : argv[i];
+		k = loom_flight_read_dir(d, &recs, err, sizeof err, bad_file, &b);
+		if (k < 0) {
+			bad_file(err, &b);
+			continue;
+		}
+		if (k && (nv = realloc(all, (size_t)(n + k) * sizeof *all))) {
+			all = nv;
+			memcpy(all + n, recs, (size_t)k * sizeof *recs);
+			n += k;
+		}
+		free(recs);
+	}
+	if (b.json)
+		printf("],\"report\":");
+	clock_gettime(CLOCK_REALTIME, &ts);
+	stuck = loom_flight_report(stdout, all, n, (double)ts.tv_sec + ts.tv_nsec * 1e-9, b.json);
+	if (b.json)
+		printf("}\n");
+	for (i = 0; i < n; i++)
+		loom_flight_rec_clear(&all[i]);
+	free(all);
+	if (job && jobdir[0]) {
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", jobdir);
+		if (system(cmd)) {
+			/* a temporary directory left behind is not worth failing for */
+		}
+	}
+	if (!n) {
+		if (!b.json)
+			fprintf(stderr, "loom-doctor: no usable flight record\n");
+		return 2;
+	}
+	return stuck > 0 ? 1 : 0;
+}
