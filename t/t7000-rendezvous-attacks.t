@@ -7,7 +7,11 @@
 # the right allreduce, and the attacks neither end nor stall the job: the
 # attacker holds its connections open for the whole run, so handling them
 # one at a time (5 s each) would pass the outer timeout. Then the same
-# under PMIx (srun --mpi=pmix), whose key is shared through PMIx.
+# under PMIx (srun --mpi=pmix), whose key is shared through PMIx. Which
+# flood connections rank 0 judges before the real rank 1's hello completes
+# its world is a race (the newest hello goes first), so the refusal lines
+# are shown, not counted, there. Under PMIx rank 0 also has a wildcard
+# listener that is not libloom's (the PMIx client's); its mesh port is on one address.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test_need_plugin
 test_need_cluster
@@ -98,7 +102,7 @@ test_expect_success 'env bootstrap: an impostor rank 1 of user nobody, with its 
 test_expect_success 'env bootstrap: 20 idle connections, random bytes, truncated and forged hellos (rank -1, rank 1) on MASTER_PORT and the mesh port: the job forms and is right' '
 	start_held --loom-env=torch && flood_all &&
 	release_and_wait && both_ranks_right &&
-	grep "refused a connection" "$TEST_TMP/job.err" | head -3 &&
+	{ grep "refused a connection" "$TEST_TMP/job.err" | head -3 || true; } &&
 	grep "loom_init took" "$TEST_TMP/job.out"
 '
 
@@ -106,7 +110,7 @@ if grep -q "^#define HAVE_PMIX 1" "$LOOM_BUILD_DIR/config.h"; then
 test_expect_success 'PMIx bootstrap: the same flood on the mesh port while the ranks wait in the PMIx fence: the job forms and is right' '
 	start_held --mpi=pmix && flood_all &&
 	release_and_wait && both_ranks_right &&
-	grep -q "refused a connection" "$TEST_TMP/job.err"
+	{ grep "refused a connection" "$TEST_TMP/job.err" | head -3 || true; }
 '
 else
 	test_skip 'PMIx bootstrap: the same flood on the mesh port' 'libloom built without PMIx'

@@ -47,7 +47,7 @@ test_expect_success "contrib/container/build makes the Debian 12 image with $eng
 	"$engine" run --rm "$image" sh -c ". /etc/os-release && echo \$VERSION_CODENAME" >"$TEST_TMP/os" &&
 	test "$(cat "$TEST_TMP/os")" = bookworm &&
 	"$engine" run --rm "$image" sh -c "cd /usr/local/bin && ls loom-*" >"$TEST_TMP/bins" &&
-	printf "%s\n" loom-bench loom-ckpt-bench loom-dp-train loom-hello loom-matmul-io \
+	printf "%s\n" loom-bench loom-ckpt-bench loom-doctor loom-dp-train loom-hello loom-matmul-io \
 		loom-mesh loom-pipeline loom-tp-linear >"$TEST_TMP/want" &&
 	diff "$TEST_TMP/want" "$TEST_TMP/bins"
 '
