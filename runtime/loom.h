@@ -335,7 +335,7 @@ int loom_dp_free(loom_dp_t *dp);
  *
  * Calls taking ck are collective over its communicator (all ranks, same
  * order) except loom_ckpt_tensor, loom_ckpt_set_keep, loom_ckpt_set_mode,
- * loom_ckpt_stats and loom_ckpt_dir. Every rank gets the same status.
+ * loom_ckpt_set_async, loom_ckpt_stats and loom_ckpt_dir. Every rank gets the same status.
  *
  * Tensors are row-major; a rank registers its shard(s) of a tensor as
  * hyper-rectangles (offset and extent per dimension within global_shape)
@@ -388,8 +388,26 @@ int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int 
  * must pass the same step (else LOOM_ERR_MISMATCH). One 24-byte
  * allreduce. Once 1, it stays 1. */
 int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop);
-/* Write and commit checkpoint `step` (>= 0) of every registered tensor. */
+/* Write and commit checkpoint `step` (>= 0) of every registered tensor.
+ * Async (below): returns once the blocks are copied; a save still in
+ * flight is waited for first, and its failure is returned (this save is
+ * then not started). */
 int loom_ckpt_save(loom_ckpt_t *ck, long long step);
+/* Not collective (set the same on every rank). on = 1: loom_ckpt_save
+ * copies the registered blocks into staging memory loom owns (reused,
+ * at most LOOM_CKPT_STAGING_MB per rank, default 4096; a state that does
+ * not fit is saved blocking, said once) and returns: the buffers may be
+ * changed at once, the checkpoint holds their values at the call. A
+ * thread per rank writes and commits it on a communicator duplicated
+ * from ck's. `latest` moves only once data and manifest are fsynced and
+ * renamed. Default: LOOM_CKPT_ASYNC=1 turns it on. A save after a stop
+ * signal is always blocking. */
+int loom_ckpt_set_async(loom_ckpt_t *ck, int on);
+/* Wait until the save in flight is committed (or failed); its status on
+ * every rank (LOOM_SUCCESS when none is in flight). load, latest,
+ * restore, resume_step, close, and should_stop when *stop becomes 1,
+ * wait the same way and return that failure first. */
+int loom_ckpt_wait(loom_ckpt_t *ck);
 /* Newest committed checkpoint (its manifest present and sound); its data
  * is checked only by a load. LOOM_ERR_NOT_FOUND when there is none. */
 int loom_ckpt_latest(loom_ckpt_t *ck, long long *step);
@@ -416,6 +434,8 @@ typedef struct {
 	int aggregators;
 	int rounds;          /* exchange rounds (LOOM_CKPT_BUFFER_MB per aggregator) */
 	loom_ckpt_mode_t mode;
+	double blocked_s;    /* save: how long the caller was blocked in the call
+			      * (async: the staging copy; else total_s) */
 } loom_ckpt_stats_t;
 int loom_ckpt_stats(const loom_ckpt_t *ck, loom_ckpt_stats_t *stats);
 const char *loom_ckpt_dir(const loom_ckpt_t *ck);

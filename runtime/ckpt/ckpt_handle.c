@@ -69,6 +69,7 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 			LOOM_WARN("ckpt: LOOM_CKPT_MODE=%s not understood (two-phase|independent); "
 				  "using two-phase", e);
 	}
+	ck->async = (int)ck_env_long("LOOM_CKPT_ASYNC", 0, 0, 1);
 	e = getenv("SLURM_JOB_ID");
 	snprintf(ck->job, sizeof ck->job, "%s", e && *e ? e : "nojob");
 	for (char *c = ck->job; *c; c++) /* it becomes part of file names */
@@ -90,9 +91,12 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 		rc = LOOM_ERR_IO;
 	} else if (!(ck->dir = strdup(dir))) {
 		rc = LOOM_ERR_NOMEM;
+	} else {
+		rc = ck_bg_new(ck);
 	}
 	rc = ck_agree(ck, rc);
 	if (rc != LOOM_SUCCESS) {
+		free(ck->bg);
 		free(ck->dir);
 		free(ck);
 		return rc;
@@ -139,15 +143,17 @@ int loom_ckpt_stats(const loom_ckpt_t *ck, loom_ckpt_stats_t *st)
 
 int loom_ckpt_close(loom_ckpt_t *ck)
 {
+	int rc;
 	if (!ck)
 		return LOOM_ERR_INVALID;
+	rc = ck_bg_free(ck); /* the save in flight ends first */
 	ck_signals_remove();
 	for (int i = 0; i < ck->nt; i++)
 		free(ck->t[i].b);
 	free(ck->t);
 	free(ck->dir);
 	free(ck);
-	return LOOM_SUCCESS;
+	return rc;
 }
 
 int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int ndim,
@@ -251,7 +257,8 @@ int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop)
 				  ck_sig_name((int)r[0]));
 	}
 	*stop = r[0] ? 1 : 0;
-	return LOOM_SUCCESS;
+	/* stopping: the save in flight is committed before the stop save */
+	return *stop ? ck_bg_settle(ck) : LOOM_SUCCESS;
 }
 
 int ck_table_check(loom_ckpt_t *ck)

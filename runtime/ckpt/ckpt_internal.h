@@ -7,6 +7,7 @@
  *   ckpt_exchange.c  gathering the plan, pieces to/from aggregators
  *   ckpt_window.c    an aggregator's window: file I/O, chunk sums, writer
  *   ckpt_save.c      save and commit
+ *   ckpt_async.c     the background save: staging copy, writer thread, wait
  *   ckpt_load.c      load, latest, restore, resume_step */
 #ifndef LOOM_CKPT_INTERNAL_H
 #define LOOM_CKPT_INTERNAL_H
@@ -26,6 +27,8 @@ struct loom_ckpt {
 	char job[64];
 	loom_ckpt_stats_t st;
 	int stopped;       /* the signal number agreed on by should_stop */
+	int async;         /* loom_ckpt_set_async, LOOM_CKPT_ASYNC */
+	struct ck_bg *bg;  /* the background save (ckpt_async.c); NULL before the first */
 };
 
 /* ---- ckpt_signal.c ---- */
@@ -60,6 +63,25 @@ typedef struct {
 	int io_rc;
 	char why[600];    /* what io_rc is about */
 } ck_op_t;
+
+/* ---- ckpt_save.c ---- */
+/* the whole save on ck's communicator, blocking (also the writer thread's) */
+int ck_save_now(loom_ckpt_t *ck, long long step);
+
+/* ---- ckpt_async.c ---- */
+/* Collective. Copies the registered blocks into staging memory and starts
+ * the background save of step: 0. 1 when the state does not fit
+ * LOOM_CKPT_STAGING_MB (said once; the caller saves blocking), < 0 a
+ * failure. Every rank gets the same answer. */
+int ck_bg_start(loom_ckpt_t *ck, long long step);
+/* Collective when a save is in flight (the same on every rank): waits
+ * for it, copies its timings into ck->st and returns its agreed status
+ * (a failure logged). 0 at once when none is in flight. */
+int ck_bg_settle(loom_ckpt_t *ck);
+/* ck->bg for ck_bg_start (at open; a loom status, not agreed) */
+int ck_bg_new(loom_ckpt_t *ck);
+/* settle, then free the staging memory and the duplicated communicator */
+int ck_bg_free(loom_ckpt_t *ck);
 
 /* ---- ckpt_exchange.c ---- */
 /* op's arrays for ck->nt files (fds all -1); a loom status, not agreed */

@@ -151,7 +151,7 @@ int loom_ckpt_load(loom_ckpt_t *ck, long long step)
 	if (!ck || step < 0)
 		return LOOM_ERR_INVALID;
 	memset(&m, 0, sizeof m);
-	if ((rc = ck_table_check(ck)))
+	if ((rc = ck_bg_settle(ck)) || (rc = ck_table_check(ck)))
 		return rc;
 	snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, step);
 	rc = load_manifest(ck, &op, sdir, step, &m, &want);
@@ -226,6 +226,8 @@ int loom_ckpt_latest(loom_ckpt_t *ck, long long *step)
 	if (!ck || !step)
 		return LOOM_ERR_INVALID;
 	*step = -1;
+	if ((rc = ck_bg_settle(ck)))
+		return rc;
 	if (ck->rank == 0) {
 		long long *v = NULL;
 		int n = 0;
@@ -255,7 +257,7 @@ int loom_ckpt_restore(loom_ckpt_t *ck, long long *step)
 	if (!ck || !step)
 		return LOOM_ERR_INVALID;
 	*step = -1;
-	if ((rc = steps_everywhere(ck, &v, &n)))
+	if ((rc = ck_bg_settle(ck)) || (rc = steps_everywhere(ck, &v, &n)))
 		return rc;
 	rc = LOOM_ERR_NOT_FOUND;
 	for (int i = 0; i < n; i++) {

@@ -1,4 +1,5 @@
-/* runtime/ckpt/ckpt_save.c: loom_ckpt_save: a temporary step directory of
+/* runtime/ckpt/ckpt_save.c: loom_ckpt_save (blocking, or handed to the
+ * background writer of ckpt_async.c): a temporary step directory of
  * full-size files, the data written two-phase or independently, then the
  * commit on rank 0 (manifest, rename, latest, prune, requeue request).
  * Every step ends in an agreement, so all ranks fail or succeed together. */
@@ -259,15 +260,13 @@ static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t c
 	return rc;
 }
 
-int loom_ckpt_save(loom_ckpt_t *ck, long long step)
+int ck_save_now(loom_ckpt_t *ck, long long step)
 {
 	char tmp[4096] = "", tmpname[128];
 	uint64_t chunk;
 	ck_op_t op;
 	int rc;
 	double t0 = ck_now_s(), t1;
-	if (!ck || step < 0)
-		return LOOM_ERR_INVALID;
 	if ((rc = ck_table_check(ck)))
 		return rc;
 	chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
@@ -291,5 +290,26 @@ out:
 	if (rc && ck->rank == 0 && tmp[0])
 		ckpt_rmtree(ck->dir, tmpname); /* never a committed one: tmp is ours */
 	ck_op_free(ck, &op);
+	return rc;
+}
+
+int loom_ckpt_save(loom_ckpt_t *ck, long long step)
+{
+	double t0 = ck_now_s();
+	int rc;
+	if (!ck || step < 0)
+		return LOOM_ERR_INVALID;
+	/* one save at a time; a failure of the one in flight is reported here */
+	if ((rc = ck_bg_settle(ck)))
+		return rc;
+	if (ck->async && !ck->stopped) {
+		rc = ck_bg_start(ck, step);
+		if (rc <= 0) {
+			ck->st.blocked_s = ck_now_s() - t0;
+			return rc;
+		}
+	}
+	rc = ck_save_now(ck, step);
+	ck->st.blocked_s = ck_now_s() - t0;
 	return rc;
 }

@@ -3,9 +3,14 @@
  *   ckpt-drive save DIR STEP LAYOUT      fill with values of STEP, save
  *   ckpt-drive restore DIR LAYOUT        restore, check the values, print the step
  *   ckpt-drive train DIR LAYOUT STEPS    loop: should_stop each step, save on stop
+ *   ckpt-drive asave DIR STEP LAYOUT [N] async saves of steps STEP..STEP+N-1,
+ *                                        the buffers overwritten as each returns,
+ *                                        collectives on the world while the
+ *                                        writer runs, then loom_ckpt_wait
  *
  * A save killed at a chosen point of its commit: `save` under the
  * LD_PRELOAD shim runtime/test/killpoint.c (LOOM_TEST_KILL_AT).
+ * `train` saves every CKPT_DRIVE_SAVE_EVERY steps too when that is set.
  * `train` writes DIR/pid.RANK (atomically, by rename) once every rank has
  * restored or initialised its state and is about to run its first step:
  * a test waits for that file before it signals the rank.
@@ -136,6 +141,42 @@ int main(int argc, char **argv)
 		rc = loom_ckpt_save(ck, step);
 		if (rank == 0)
 			printf("save step %lld ranks %d: %s\n", step, size, loom_strerror(rc));
+	} else if (!strcmp(cmd, "asave")) {
+		int n = argc > 5 ? atoi(argv[5]) : 1, rc2;
+		loom_ckpt_stats_t st;
+		if (argc < 5)
+			return 2;
+		step = atoll(argv[3]);
+		if ((rc = reg(ck, argv[4])) || (rc = loom_ckpt_set_async(ck, 1)))
+			return 1;
+		for (int i = 0; i < n && !rc; i++, step++) {
+			fill(step);
+			rc = loom_ckpt_save(ck, step);
+			loom_ckpt_stats(ck, &st);
+			/* the checkpoint must hold the values at the call */
+			fill(step + 100000);
+			/* the last rank: the tests kill aggregators (0 and 2), whose
+			 * writer may die before their own line is out */
+			if (rank == size - 1) {
+				printf("asave: save step %lld ranks %d: %s\n", step, size,
+				       loom_strerror(rc));
+				fflush(stdout);
+			}
+			/* the caller's own collectives while the writer runs */
+			for (int k = 0; k < 20 && !rc; k++) {
+				int64_t one = 1, sum = 0;
+				rc = loom_allreduce(&one, &sum, 1, LOOM_INT64, LOOM_SUM, w);
+				if (!rc && sum != size)
+					rc = LOOM_ERR_MISMATCH;
+			}
+		}
+		rc2 = loom_ckpt_wait(ck);
+		loom_ckpt_stats(ck, &st);
+		if (rank == 0)
+			printf("asave: wait: %s (blocked %.6f s, total %.6f s)\n", loom_strerror(rc2),
+			       st.blocked_s, st.total_s);
+		if (!rc)
+			rc = rc2;
 	} else if (!strcmp(cmd, "restore")) {
 		if ((rc = reg(ck, argv[3])))
 			return 1;
@@ -151,6 +192,7 @@ int main(int argc, char **argv)
 			rc = 1;
 	} else if (!strcmp(cmd, "train")) {
 		long long steps = argc > 4 ? atoll(argv[4]) : 100, first;
+		long every = getenv("CKPT_DRIVE_SAVE_EVERY") ? atol(getenv("CKPT_DRIVE_SAVE_EVERY")) : 0;
 		int stop = 0;
 		double tstop = 0;
 		long nstop = 0;
@@ -190,6 +232,9 @@ int main(int argc, char **argv)
 				rc = loom_ckpt_save(ck, step);
 				break;
 			}
+			/* periodic saves (async under LOOM_CKPT_ASYNC=1) */
+			if (every > 0 && step % every == 0 && (rc = loom_ckpt_save(ck, step)))
+				break;
 		}
 		if (rank == 0)
 			printf("should_stop: %.1f us per call over %ld calls, %d ranks\n",

@@ -529,6 +529,46 @@ static void t_holes(void)
 	free(back);
 }
 
+/* async: buffers changed right after the save returns; the copy is saved */
+static void t_async(void)
+{
+	char dir[400];
+	loom_ckpt_t *ck;
+	loom_ckpt_stats_t st;
+	long long step = -1;
+	snprintf(dir, sizeof dir, "%s/ck-async", base);
+	mkdir(dir, 0755);
+	setenv("LOOM_CKPT_ASYNC", "1", 1);
+	is_int(loom_ckpt_open(w, dir, &ck), LOOM_SUCCESS, "async: open with LOOM_CKPT_ASYNC=1");
+	unsetenv("LOOM_CKPT_ASYNC");
+	register_whole(ck);
+	is_int(loom_ckpt_set_async(ck, 2), LOOM_ERR_INVALID, "async: set_async(2) is INVALID");
+	is_int(loom_ckpt_set_async(NULL, 1), LOOM_ERR_INVALID, "async: set_async(NULL) is INVALID");
+	is_int(loom_ckpt_wait(ck), LOOM_SUCCESS, "async: wait with nothing in flight");
+	fill(6);
+	is_int(loom_ckpt_save(ck, 60), LOOM_SUCCESS, "async: save 60 returns");
+	fill(7); /* what a training step does next */
+	is_int(loom_ckpt_save(ck, 70), LOOM_SUCCESS, "async: save 70 waits for 60, returns");
+	fill(8);
+	is_int(loom_ckpt_wait(ck), LOOM_SUCCESS, "async: wait: committed");
+	loom_ckpt_stats(ck, &st);
+	ok(st.bytes == R * C * 4 + 24 && st.total_s > 0 && st.blocked_s > 0,
+	   "async: stats of the background save: %zu bytes, total %.6f s, blocked %.6f s",
+	   st.bytes, st.total_s, st.blocked_s);
+	is_int(loom_ckpt_latest(ck, &step), LOOM_SUCCESS, "async: latest found");
+	is_int(step, 70, "async: latest is step 70");
+	is_int(loom_ckpt_load(ck, 60), LOOM_SUCCESS, "async: load step 60");
+	ok(check(6), "async: step 60 holds the values at its call, not the later ones");
+	fill(9);
+	loom_ckpt_save(ck, 90);
+	is_int(loom_ckpt_close(ck), LOOM_SUCCESS, "async: close waits for the save in flight");
+	loom_ckpt_open(w, dir, &ck);
+	register_whole(ck);
+	is_int(loom_ckpt_restore(ck, &step), LOOM_SUCCESS, "async: restore after close");
+	ok(step == 90 && check(9), "async: step 90, committed before close returned");
+	loom_ckpt_close(ck);
+}
+
 static void t_restart(void)
 {
 	char dir[400];
@@ -566,6 +606,7 @@ int main(void)
 	t_reshard();
 	t_signals();
 	t_holes();
+	t_async();
 	t_restart();
 	loom_finalize(w);
 	snprintf(cmd, sizeof cmd, "chmod -R u+w %s; rm -rf %s", base, base);

@@ -1,0 +1,235 @@
+/* runtime/ckpt/ckpt_async.c: the background save. loom_ckpt_save copies
+ * every registered block into staging memory (one buffer per rank, kept
+ * for the next save) and a thread per rank runs the blocking save on a
+ * shadow handle whose blocks point into that copy, over a communicator
+ * duplicated from the user's: its collectives never interleave with the
+ * caller's. The next call that waits reports how it ended. */
+#include "config.h"
+#include "comm/comm.h"
+#include "ckpt/ckpt_internal.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ck_bg {
+	loom_ckpt_t h;       /* the shadow handle the thread saves with */
+	loom_comm_t *comm;   /* duplicated from the user's */
+	char *stage;
+	size_t stage_cap;
+	pthread_t th;
+	int running, rc, warned;
+	long long step;
+};
+
+static void *writer(void *arg)
+{
+	struct ck_bg *bg = arg;
+	bg->rc = ck_save_now(&bg->h, bg->step);
+	return NULL;
+}
+
+static size_t block_bytes(const ckpt_tensor_t *t, const ckpt_block_t *b)
+{
+	size_t e = t->esize;
+	for (int d = 0; d < t->ndim; d++)
+		e *= (size_t)b->ext[d];
+	return e;
+}
+
+/* this rank's registered bytes */
+static size_t local_bytes(const loom_ckpt_t *ck)
+{
+	size_t n = 0;
+	for (int i = 0; i < ck->nt; i++)
+		for (int b = 0; b < ck->t[i].nb; b++)
+			n += block_bytes(&ck->t[i], &ck->t[i].b[b]);
+	return n;
+}
+
+static void shadow_free(struct ck_bg *bg)
+{
+	for (int i = 0; i < bg->h.nt; i++)
+		free(bg->h.t[i].b);
+	free(bg->h.t);
+	bg->h.t = NULL;
+	bg->h.nt = 0;
+}
+
+/* the shadow table: ck's tensors, blocks pointing into the staging copy */
+static int shadow_fill(loom_ckpt_t *ck, struct ck_bg *bg)
+{
+	size_t at = 0;
+	shadow_free(bg);
+	if (!(bg->h.t = calloc((size_t)ck->nt + 1, sizeof *bg->h.t)))
+		return LOOM_ERR_NOMEM;
+	for (int i = 0; i < ck->nt; i++) {
+		ckpt_tensor_t *s = &bg->h.t[i];
+		*s = ck->t[i];
+		s->b = calloc((size_t)s->nb + 1, sizeof *s->b);
+		s->cap = s->nb;
+		bg->h.nt = i + 1;
+		if (!s->b) {
+			s->nb = 0;
+			return LOOM_ERR_NOMEM;
+		}
+		for (int b = 0; b < s->nb; b++) {
+			size_t n = block_bytes(s, &ck->t[i].b[b]);
+			s->b[b] = ck->t[i].b[b];
+			s->b[b].data = bg->stage + at;
+			memcpy(bg->stage + at, ck->t[i].b[b].data, n);
+			at += n;
+		}
+	}
+	return LOOM_SUCCESS;
+}
+
+/* 1 where async cannot run at all (said once): the MPI and NCCL backends
+ * are not asked to run two threads' collectives at once */
+static int async_unsupported(loom_ckpt_t *ck, struct ck_bg *bg)
+{
+	const char *be = loom_comm_backend(ck->comm);
+	if (be && !strcmp(be, "native"))
+		return 0;
+	if (!bg->warned && ck->rank == 0)
+		LOOM_WARN("ckpt: async save needs the native backend (this communicator runs on "
+			  "%s); saving blocking", be ? be : "?");
+	bg->warned = 1;
+	return 1;
+}
+
+/* the writer could not start everywhere: stop the ones that did */
+static void start_undo(struct ck_bg *bg)
+{
+	loom_comm_abort(bg->comm); /* their save fails on the duplicated comm */
+	if (bg->running)
+		pthread_join(bg->th, NULL);
+	bg->running = 0;
+	loom_comm_free(bg->comm);
+	bg->comm = NULL;
+}
+
+int ck_bg_start(loom_ckpt_t *ck, long long step)
+{
+	struct ck_bg *bg = ck->bg;
+	size_t mine = local_bytes(ck), limit;
+	int32_t ok, all;
+	int rc;
+	sigset_t none, old;
+	if (!bg) /* allocated at loom_ckpt_open */
+		return 1;
+	if (async_unsupported(ck, bg))
+		return 1;
+	limit = (size_t)ck_env_long("LOOM_CKPT_STAGING_MB", 4096, 1, 1L << 24) << 20;
+	ok = mine <= limit;
+	if (ok && mine > bg->stage_cap) {
+		char *n = realloc(bg->stage, mine);
+		if (n) {
+			bg->stage = n;
+			bg->stage_cap = mine;
+		} else {
+			ok = 0;
+		}
+	}
+	if ((rc = loom_allreduce(&ok, &all, 1, LOOM_INT32, LOOM_MIN, ck->comm)))
+		return rc;
+	if (!all) {
+		if (!bg->warned)
+			LOOM_WARN("ckpt: rank %d: async save skipped: this rank's state (%zu MiB) %s "
+				  "LOOM_CKPT_STAGING_MB=%zu; saving blocking (raise "
+				  "LOOM_CKPT_STAGING_MB to save in the background)", ck->rank,
+				  mine >> 20, ok ? "fits, another rank's does not fit" :
+				  "does not fit (or cannot be allocated within)", limit >> 20);
+		bg->warned = 1;
+		return 1;
+	}
+	if (!bg->comm) {
+		if ((rc = loom_comm_dup(ck->comm, &bg->comm)))
+			return rc;
+		loom_comm_set_name(bg->comm, "ckpt-writer");
+	}
+	rc = ck_agree(ck, shadow_fill(ck, bg));
+	if (rc)
+		return rc;
+	/* the shadow: ck's settings, the copy's table, the duplicated comm */
+	bg->h.comm = bg->comm;
+	bg->h.dir = ck->dir;
+	bg->h.rank = ck->rank;
+	bg->h.size = ck->size;
+	bg->h.keep = ck->keep;
+	bg->h.mode = ck->mode;
+	memcpy(bg->h.job, ck->job, sizeof bg->h.job);
+	memset(&bg->h.st, 0, sizeof bg->h.st);
+	bg->h.stopped = 0;
+	bg->step = step;
+	bg->rc = LOOM_SUCCESS;
+	/* stop signals go to the caller's threads, never to the writer */
+	sigfillset(&none);
+	pthread_sigmask(SIG_BLOCK, &none, &old);
+	rc = pthread_create(&bg->th, NULL, writer, bg) == 0 ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == LOOM_SUCCESS)
+		bg->running = 1;
+	else
+		LOOM_WARN("ckpt: rank %d: cannot start the background writer; saving blocking",
+			  ck->rank);
+	/* a rank without a thread saves blocking; so must the others */
+	if ((rc = ck_agree(ck, rc)) == LOOM_SUCCESS)
+		return 0;
+	start_undo(bg);
+	return 1;
+}
+
+int ck_bg_settle(loom_ckpt_t *ck)
+{
+	struct ck_bg *bg = ck->bg;
+	double blocked = ck->st.blocked_s;
+	int rc;
+	if (!bg || !bg->running)
+		return LOOM_SUCCESS;
+	pthread_join(bg->th, NULL);
+	bg->running = 0;
+	ck->st = bg->h.st;
+	ck->st.blocked_s = blocked;
+	rc = ck_agree(ck, bg->rc);
+	if (rc && ck->rank == 0)
+		LOOM_ERR("ckpt: the background save of step %lld failed: %s (latest still names "
+			 "the previous checkpoint)", bg->step, loom_strerror(rc));
+	return rc;
+}
+
+int ck_bg_free(loom_ckpt_t *ck)
+{
+	int rc = ck_bg_settle(ck);
+	struct ck_bg *bg = ck->bg;
+	if (!bg)
+		return rc;
+	if (bg->comm)
+		loom_comm_free(bg->comm);
+	shadow_free(bg);
+	free(bg->stage);
+	free(bg);
+	ck->bg = NULL;
+	return rc;
+}
+
+int ck_bg_new(loom_ckpt_t *ck)
+{
+	ck->bg = calloc(1, sizeof *ck->bg);
+	return ck->bg ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
+}
+
+int loom_ckpt_set_async(loom_ckpt_t *ck, int on)
+{
+	if (!ck || (on != 0 && on != 1))
+		return LOOM_ERR_INVALID;
+	ck->async = on;
+	return LOOM_SUCCESS;
+}
+
+int loom_ckpt_wait(loom_ckpt_t *ck)
+{
+	if (!ck)
+		return LOOM_ERR_INVALID;
+	return ck_bg_settle(ck);
+}
