@@ -346,11 +346,14 @@ int loom_dp_free(loom_dp_t *dp);
  * ranks should not overlap (bytes no rank holds are saved as zeros).
  * Names: 1..200 printable ASCII characters, no spaces. At most 8 dims.
  *
- * Saving: two-phase I/O (LOOM_CKPT_MODE=two-phase, the default): the
- * byte range of the tensor files is cut into one contiguous domain per
- * aggregator (one rank per node, or LOOM_CKPT_AGGREGATORS=N); ranks send
- * their pieces to the owning aggregator, which issues large sequential
- * writes. LOOM_CKPT_MODE=independent: each rank writes its own pieces.
+ * Saving: two-phase I/O (LOOM_CKPT_MODE=two-phase): the byte range of
+ * the tensor files is cut into one contiguous domain per aggregator (one
+ * rank per node, or LOOM_CKPT_AGGREGATORS=N); ranks send their pieces to
+ * the owning aggregator, which issues large sequential writes.
+ * LOOM_CKPT_MODE=independent: each rank writes its own pieces.
+ * LOOM_CKPT_MODE=auto (the default): per save, independent when the
+ * pieces average at least LOOM_CKPT_AUTO_BYTES (default 1 MiB), else
+ * two-phase (docs/checkpoint-format.md has the measurements).
  * A checkpoint becomes visible only when complete (atomic rename), the
  * last K are kept (LOOM_CKPT_KEEP, default 2).
  *
@@ -368,7 +371,8 @@ typedef struct loom_ckpt loom_ckpt_t;
 
 typedef enum {
 	LOOM_CKPT_TWO_PHASE = 0,
-	LOOM_CKPT_INDEPENDENT = 1
+	LOOM_CKPT_INDEPENDENT = 1,
+	LOOM_CKPT_AUTO = 2      /* per save: independent for large pieces */
 } loom_ckpt_mode_t;
 
 /* Collective. dir NULL: $LOOM_CKPT_DIR. The directory must exist and be

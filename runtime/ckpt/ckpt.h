@@ -20,6 +20,9 @@
  * that offsets in the virtual byte space and on the wire (int64) hold */
 #define CKPT_BYTES_MAX ((uint64_t)1 << 60)
 #define CKPT_MANIFEST_MAX (64u << 20)
+/* LOOM_CKPT_MODE=auto: independent writes from this mean piece size on
+ * (LOOM_CKPT_AUTO_BYTES; the measurements: docs/checkpoint-format.md) */
+#define CKPT_AUTO_BYTES (1L << 20)
 
 /* ---- checksums (ckpt_format.c) ---- */
 enum { CKPT_SUM_CRC32C = 1, CKPT_SUM_XXH3 = 2 };
@@ -159,6 +162,13 @@ uint64_t ckpt_plan_pieces(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi,
 int ckpt_plan_direct(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi, uint64_t *bytes);
 /* does `rank` touch tensor t's file (independent: it writes its own runs) */
 int ckpt_plan_touches(const ckpt_plan_t *p, int rank, int t, int independent);
+
+/* owner[c] for every chunk c (p->cbase[nt] entries): the lowest rank
+ * one of whose runs holds the whole chunk (it can sum it from memory),
+ * -1 where no single run does */
+void ckpt_plan_chunk_owners(const ckpt_plan_t *p, int32_t *owner);
+/* the mean length of the runs of all ranks (0 without runs) */
+uint64_t ckpt_plan_mean_piece(const ckpt_plan_t *p);
 
 /* scratch of ckpt_plan_zero_holes: intervals some rank holds */
 typedef struct {

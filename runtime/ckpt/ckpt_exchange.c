@@ -39,6 +39,7 @@ void ck_op_free(loom_ckpt_t *ck, ck_op_t *op)
 	free(op->fnames);
 	free(op->bytes);
 	free(op->sums.sums);
+	free(op->owner);
 	ckpt_plan_free(&op->p);
 }
 

@@ -61,13 +61,15 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 	ck->rank = loom_comm_rank(comm);
 	ck->size = loom_comm_size(comm);
 	ck->keep = (int)ck_env_long("LOOM_CKPT_KEEP", 2, 1, 1000000);
-	ck->mode = LOOM_CKPT_TWO_PHASE;
+	ck->mode = LOOM_CKPT_AUTO;
 	if ((e = getenv("LOOM_CKPT_MODE")) && *e) {
 		if (!strcmp(e, "independent"))
 			ck->mode = LOOM_CKPT_INDEPENDENT;
-		else if (strcmp(e, "two-phase"))
-			LOOM_WARN("ckpt: LOOM_CKPT_MODE=%s not understood (two-phase|independent); "
-				  "using two-phase", e);
+		else if (!strcmp(e, "two-phase"))
+			ck->mode = LOOM_CKPT_TWO_PHASE;
+		else if (strcmp(e, "auto"))
+			LOOM_WARN("ckpt: LOOM_CKPT_MODE=%s not understood (auto|two-phase|independent); "
+				  "using auto", e);
 	}
 	ck->async = (int)ck_env_long("LOOM_CKPT_ASYNC", 0, 0, 1);
 	e = getenv("SLURM_JOB_ID");
@@ -122,7 +124,8 @@ int loom_ckpt_set_keep(loom_ckpt_t *ck, int keep)
 
 int loom_ckpt_set_mode(loom_ckpt_t *ck, loom_ckpt_mode_t mode)
 {
-	if (!ck || (mode != LOOM_CKPT_TWO_PHASE && mode != LOOM_CKPT_INDEPENDENT))
+	if (!ck || (mode != LOOM_CKPT_TWO_PHASE && mode != LOOM_CKPT_INDEPENDENT &&
+		    mode != LOOM_CKPT_AUTO))
 		return LOOM_ERR_INVALID;
 	ck->mode = mode;
 	return LOOM_SUCCESS;

@@ -62,6 +62,8 @@ typedef struct {
 	int *fds;         /* -1 where this rank does not touch the file */
 	int io_rc;
 	char why[600];    /* what io_rc is about */
+	int independent;  /* save: how it writes (LOOM_CKPT_MODE=auto decides per save) */
+	int32_t *owner;   /* independent save: ckpt_plan_chunk_owners */
 } ck_op_t;
 
 /* ---- ckpt_save.c ---- */
@@ -106,7 +108,9 @@ void ck_sums_feed(const ckpt_plan_t *p, ck_sums_t *s, const char *buf, uint64_t 
 /* write (or read) the window [lo, hi) of the virtual space to op's files */
 int ck_window_io(const ck_op_t *op, char *buf, uint64_t lo, uint64_t hi, int writing,
 		 char *why, size_t whylen);
-/* aggregators read their domains back for the chunk sums (independent mode) */
+/* independent mode: every rank sums the chunks it owns (op->owner) from
+ * memory; aggregators read back the rest of their domains */
+void ck_own_sums(loom_ckpt_t *ck, ck_op_t *op);
 int ck_readback_sums(ck_op_t *op);
 
 /* A window hashed and written by a thread while the next one is

@@ -353,3 +353,42 @@ void ckpt_plan_zero_holes(const ckpt_plan_t *p, ckpt_cover_t *c, char *win, uint
 	if (hi > at)
 		memset(win + (at - lo), 0, hi - at);
 }
+
+/* chunk k of tensor t: [*lo, *hi) in the virtual space */
+static void chunk_span(const ckpt_plan_t *p, int t, uint64_t k, uint64_t *lo, uint64_t *hi)
+{
+	*lo = p->base[t] + k * p->chunk;
+	*hi = *lo + p->chunk < p->base[t + 1] ? *lo + p->chunk : p->base[t + 1];
+}
+
+void ckpt_plan_chunk_owners(const ckpt_plan_t *p, int32_t *owner)
+{
+	for (uint64_t c = 0; c < p->cbase[p->nt]; c++)
+		owner[c] = -1;
+	for (int r = 0; r < p->nranks; r++)
+		for (long i = 0; i < p->nruns[r]; i++) {
+			const ckpt_vrun_t *run = &p->runs[r][i];
+			int t = run->tensor;
+			uint64_t in = run->v - p->base[t], lo, hi;
+			/* the first chunk that starts inside the run, then on */
+			for (uint64_t k = (in + p->chunk - 1) / p->chunk;
+			     p->cbase[t] + k < p->cbase[t + 1]; k++) {
+				chunk_span(p, t, k, &lo, &hi);
+				if (hi > run->v + run->len)
+					break;
+				if (owner[p->cbase[t] + k] < 0)
+					owner[p->cbase[t] + k] = r;
+			}
+		}
+}
+
+uint64_t ckpt_plan_mean_piece(const ckpt_plan_t *p)
+{
+	uint64_t bytes = 0, n = 0;
+	for (int r = 0; r < p->nranks; r++)
+		for (long i = 0; i < p->nruns[r]; i++) {
+			bytes += p->runs[r][i].len;
+			n++;
+		}
+	return n ? bytes / n : 0;
+}

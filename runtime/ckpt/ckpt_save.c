@@ -33,6 +33,27 @@ static int save_plan(loom_ckpt_t *ck, ck_op_t *op, uint64_t chunk)
 	return ck_plan_make(ck, &op->p, op->bytes, chunk);
 }
 
+/* how this save writes: auto takes independent writes when the pieces
+ * are large (the plan is the same on every rank, so is the answer);
+ * independent saves sum from memory every chunk one run holds whole */
+static int save_mode(loom_ckpt_t *ck, ck_op_t *op)
+{
+	int rc = LOOM_SUCCESS;
+	op->independent = ck->mode == LOOM_CKPT_INDEPENDENT;
+	if (ck->mode == LOOM_CKPT_AUTO) {
+		uint64_t min = (uint64_t)ck_env_long("LOOM_CKPT_AUTO_BYTES", CKPT_AUTO_BYTES, 1,
+						     1L << 40);
+		op->independent = ckpt_plan_mean_piece(&op->p) >= min;
+	}
+	if (op->independent) {
+		if ((op->owner = malloc(sizeof *op->owner * ((size_t)op->p.cbase[ck->nt] + 1))))
+			ckpt_plan_chunk_owners(&op->p, op->owner);
+		else
+			rc = LOOM_ERR_NOMEM;
+	}
+	return ck_agree(ck, rc);
+}
+
 /* rank 0 makes the temporary directory and full-size files; then every
  * rank opens those it writes */
 static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp, const char *tmpname)
@@ -61,7 +82,7 @@ static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp, const char 
 	if ((rc = ck_agree(ck, rc)))
 		return rc;
 	for (int i = 0; i < ck->nt && !rc; i++) {
-		if (!ckpt_plan_touches(&op->p, ck->rank, i, ck->mode == LOOM_CKPT_INDEPENDENT))
+		if (!ckpt_plan_touches(&op->p, ck->rank, i, op->independent))
 			continue;
 		char f[4200];
 		snprintf(f, sizeof f, "%s/%s", tmp, op->fnames[i]);
@@ -100,11 +121,12 @@ static int agree_io(loom_ckpt_t *ck, ck_op_t *op, long long step)
 static int save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
 	int rc;
-	if (ck->mode == LOOM_CKPT_TWO_PHASE) {
+	if (!op->independent) {
 		if ((rc = ck_exchange(ck, op, 1)))
 			return rc;
 	} else {
 		write_own_runs(ck, op);
+		ck_own_sums(ck, op);
 	}
 	for (int i = 0; i < ck->nt && !op->io_rc; i++)
 		if (op->fds[i] >= 0 && fsync(op->fds[i]) != 0) {
@@ -113,7 +135,7 @@ static int save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 		}
 	if ((rc = agree_io(ck, op, step)))
 		return rc;
-	if (ck->mode == LOOM_CKPT_INDEPENDENT) {
+	if (op->independent) {
 		op->io_rc = ck_readback_sums(op);
 		if ((rc = agree_io(ck, op, step)))
 			return rc;
@@ -134,7 +156,7 @@ static int write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, ui
 	m.chunk = chunk;
 	m.ntensors = ck->nt;
 	snprintf(m.writer, sizeof m.writer, "job=%s ranks=%d aggregators=%d mode=%s", ck->job,
-		 ck->size, op->p.naggr, ck->mode == LOOM_CKPT_TWO_PHASE ? "two-phase" : "independent");
+		 ck->size, op->p.naggr, op->independent ? "independent" : "two-phase");
 	m.t = calloc((size_t)ck->nt + 1, sizeof *m.t);
 	if (!m.t)
 		rc = LOOM_ERR_NOMEM;
@@ -271,7 +293,7 @@ int ck_save_now(loom_ckpt_t *ck, long long step)
 		return rc;
 	chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
 				      (long)CKPT_CHUNK_MIN, (long)CKPT_CHUNK_MAX);
-	if ((rc = save_plan(ck, &op, chunk)))
+	if ((rc = save_plan(ck, &op, chunk)) || (rc = save_mode(ck, &op)))
 		goto out;
 	snprintf(tmpname, sizeof tmpname, ".tmp-step-%lld-%s", step, ck->job);
 	snprintf(tmp, sizeof tmp, "%s/%s", ck->dir, tmpname);
@@ -284,7 +306,7 @@ int ck_save_now(loom_ckpt_t *ck, long long step)
 out:
 	ck->st.total_s = ck_now_s() - t0;
 	ck_op_stats(ck, &op);
-	ck->st.mode = ck->mode;
+	ck->st.mode = op.independent ? LOOM_CKPT_INDEPENDENT : LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS)
 		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
 	if (rc && ck->rank == 0 && tmp[0])

@@ -116,10 +116,37 @@ int ck_window_io(const ck_op_t *op, char *buf, uint64_t lo, uint64_t hi, int wri
 	return LOOM_SUCCESS;
 }
 
+void ck_own_sums(loom_ckpt_t *ck, ck_op_t *op)
+{
+	const ckpt_plan_t *p = &op->p;
+	for (long i = 0; i < p->nruns[ck->rank]; i++) {
+		const ckpt_vrun_t *r = &p->runs[ck->rank][i];
+		int t = r->tensor;
+		for (uint64_t c = p->cbase[t]; c < p->cbase[t + 1]; c++) {
+			uint64_t lo = p->base[t] + (c - p->cbase[t]) * p->chunk;
+			uint64_t hi = lo + p->chunk < p->base[t + 1] ? lo + p->chunk : p->base[t + 1];
+			if (op->owner[c] == ck->rank && lo >= r->v && hi <= r->v + r->len)
+				ck_sums_feed(p, &op->sums, ck_run_ptr(ck, r, lo), lo, hi - lo);
+		}
+	}
+}
+
+/* the chunk holding virtual offset v < total, and where it ends (> v:
+ * ckpt_plan_tensor_of never names an empty file there) */
+static uint64_t chunk_at(const ckpt_plan_t *p, uint64_t v, uint64_t *end)
+{
+	int t = ckpt_plan_tensor_of(p, v);
+	uint64_t k = (v - p->base[t]) / p->chunk;
+	*end = p->base[t] + (k + 1) * p->chunk;
+	if (*end > p->base[t + 1])
+		*end = p->base[t + 1];
+	return p->cbase[t] + k;
+}
+
 int ck_readback_sums(ck_op_t *op)
 {
 	const ckpt_plan_t *p = &op->p;
-	uint64_t d0, d1;
+	uint64_t d0, d1, end;
 	char *buf;
 	int rc = LOOM_SUCCESS;
 	if (p->my_aggr < 0)
@@ -128,11 +155,23 @@ int ck_readback_sums(ck_op_t *op)
 	d1 = p->dom[p->my_aggr + 1];
 	if (!(buf = malloc(p->window)))
 		return LOOM_ERR_NOMEM;
-	for (uint64_t lo = d0; lo < d1 && !rc; lo += p->window) {
-		uint64_t hi = lo + p->window < d1 ? lo + p->window : d1;
+	/* stretches of chunks no rank summed from memory, a window at most */
+	for (uint64_t lo = d0; lo < d1 && !rc;) {
+		uint64_t c = chunk_at(p, lo, &end), hi = lo;
+		if (op->owner && op->owner[c] >= 0) {
+			lo = end;
+			continue;
+		}
+		while (hi < d1 && hi - lo < p->window) {
+			c = chunk_at(p, hi, &end);
+			if (op->owner && op->owner[c] >= 0)
+				break;
+			hi = end - lo > p->window ? lo + p->window : end;
+		}
 		rc = ck_window_io(op, buf, lo, hi, 0, op->why, sizeof op->why);
 		if (!rc)
 			ck_sums_feed(p, &op->sums, buf, lo, hi - lo);
+		lo = hi;
 	}
 	free(buf);
 	return rc;

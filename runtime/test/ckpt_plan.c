@@ -392,6 +392,41 @@ static void t_bad_descriptors(void)
 	}
 }
 
+/* chunk owners and the mean piece: a 4x3 float32 tensor (48 bytes,
+ * chunks of 8: six, the last at 40..48), rank 0 rows 0..1 (0..24), rank 1
+ * rows 2..3 (24..48): chunks 0..2 inside rank 0's run, 3..5 inside rank
+ * 1's; then columns (8- and 4-byte runs): only runs that start on a
+ * chunk start hold a whole chunk */
+static void t_chunk_owners(void)
+{
+	setup_t s;
+	ckpt_plan_t p;
+	int32_t own[8];
+	char got[64];
+	setup(&s, 2, 8, 16);
+	tensor(&s, 0, 2, 4, 3, 4);
+	block(&s, 0, 0, 0, 0, 2, 3);
+	block(&s, 1, 0, 2, 0, 2, 3);
+	build(&p, &s, 0);
+	ckpt_plan_chunk_owners(&p, own);
+	snprintf(got, sizeof got, "%d %d %d %d %d %d", own[0], own[1], own[2], own[3], own[4], own[5]);
+	is_str(got, "0 0 0 1 1 1", "rows: each chunk is summed by the rank whose run holds it");
+	is_int((int)ckpt_plan_mean_piece(&p), 24, "rows: one 24-byte run each, mean 24");
+	ckpt_plan_free(&p);
+	/* columns: rank 0 holds columns 0..1 (8-byte runs at 0, 12, 24, 36),
+	 * rank 1 column 2 (4-byte runs at 8, 20, 32, 44) */
+	setup(&s, 2, 8, 16);
+	tensor(&s, 0, 2, 4, 3, 4);
+	block(&s, 0, 0, 0, 0, 4, 2);
+	block(&s, 1, 0, 0, 2, 4, 1);
+	build(&p, &s, 0);
+	ckpt_plan_chunk_owners(&p, own);
+	snprintf(got, sizeof got, "%d %d %d %d %d %d", own[0], own[1], own[2], own[3], own[4], own[5]);
+	is_str(got, "0 -1 -1 0 -1 -1", "columns: only the runs at 0 and 24 hold a whole chunk");
+	is_int((int)ckpt_plan_mean_piece(&p), 6, "columns: 4 runs of 8 and 4 of 4, mean 6");
+	ckpt_plan_free(&p);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -403,6 +438,7 @@ int main(void)
 	t_tensor_of();
 	t_aggregators();
 	t_bad_descriptors();
+	t_chunk_owners();
 	done_testing();
 	return exit_status();
 }
