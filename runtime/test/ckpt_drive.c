@@ -205,6 +205,9 @@ int main(int argc, char **argv)
 			rc = loom_ckpt_restore(ck, &first);
 			if (rc)
 				return 1;
+			/* the state of that step, bit for bit, on every rank */
+			printf("rank %d resumed at step %lld wrong %ld\n", rank, first, bad_values(first));
+			fflush(stdout);
 		} else {
 			fill(0);
 		}

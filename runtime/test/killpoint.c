@@ -11,6 +11,9 @@
  *     after: the call is made first and the process killed on its return
  *            (else it is killed before the call)
  *   LOOM_TEST_KILL_RANK=N  only in the task whose SLURM_PROCID is N
+ *   LOOM_TEST_PAUSE_UNTIL=FILE  pause there instead of dying: create
+ *          FILE.paused, wait until FILE exists, then go on (once), so that
+ *          a test can act while a save is held at that point
  *
  * Before dying it writes "killpoint: SIGKILL before|after CALL PATH" (a
  * rename: "OLD -> NEW") on
@@ -96,8 +99,22 @@ static void abs_path(int dirfd, const char *path, char *out, size_t len)
 		snprintf(out, len, "%s", joined);
 }
 
-static void die(const char *when, const char *path)
+static void reached(const char *when, const char *path)
 {
+	const char *until = getenv("LOOM_TEST_PAUSE_UNTIL");
+	if (until && *until) {
+		char marker[PATH_MAX + 8];
+		int fd;
+		armed = 0; /* once; and the close below is not watched */
+		dprintf(2, "killpoint: paused %s %s %s\n", when, call, path);
+		snprintf(marker, sizeof marker, "%s.paused", until);
+		if ((fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0)
+			close(fd);
+		while (access(until, F_OK) != 0)
+			usleep(20000);
+		dprintf(2, "killpoint: released %s %s\n", call, path);
+		return;
+	}
 	dprintf(2, "killpoint: SIGKILL %s %s %s\n", when, call, path);
 	kill(getpid(), SIGKILL);
 	for (;;)
@@ -135,10 +152,10 @@ static void *next(const char *name)
 			hit = match(p, NULL);                               \
 		}                                                           \
 		if (hit && !after)                                          \
-			die("before", p);                                   \
+			reached("before", p);                                   \
 		rc = real(fd);                                              \
 		if (hit)                                                    \
-			die("after", p);                                    \
+			reached("after", p);                                    \
 		return rc;                                                  \
 	}
 
@@ -165,10 +182,10 @@ static int renamed(const char *name, int ofd, const char *o, int nfd, const char
 		snprintf(both, sizeof both, "%s -> %s", po, pn);
 	}
 	if (hit && !after)
-		die("before", both);
+		reached("before", both);
 	rc = !strcmp(name, "rename") ? real_rename(o, n) : real_renameat(ofd, o, nfd, n);
 	if (hit)
-		die("after", both);
+		reached("after", both);
 	return rc;
 }
 

@@ -1,0 +1,65 @@
+#!/bin/sh
+# SIGTERM while an async save is being flushed, through sbatch and loom.so
+# on the live cluster: runtime/test/ckpt-drive train (LOOM_CKPT_ASYNC=1)
+# saves step 0 in the background; rank 0's writer is held before its data
+# fsync (runtime/test/killpoint.c, LOOM_TEST_PAUSE_UNTIL) while the step's
+# tasks get SIGTERM. Every rank agrees to stop, the held save completes
+# when released, the stop checkpoint is committed (blocking) in the
+# checkpoint directory, loom.so requeues the job, and the requeued run
+# resumes from the stop step with every value bit for bit.
+. "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+test_need_plugin
+test_need_cluster
+. "$LOOM_SRC_DIR/t/lib/jobs.sh"
+DRIVE="$LOOM_BUILD_DIR/runtime/test/ckpt-drive"
+KILLPOINT="$LOOM_BUILD_DIR/runtime/test/.libs/killpoint.so"
+
+A=$(cd "$TEST_TMP" && pwd -P)/aq
+mkdir -p "$A/ck"
+stepd_log() { cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log; }
+# wait_for FILE PATTERN SECONDS
+wait_for() {
+	timeout "$3" sh -c 'until grep -q -- "$2" "$1" 2>/dev/null; do sleep 0.2; done' sh "$1" "$2" ||
+	{ echo "$1 lacks /$2/ after $3 s"; cat "$1"; return 1; }
+}
+
+# the job: 150 steps of 0.1 s, an async save of step 0 (the next periodic
+# one, step 1000, never comes); the pause is armed in rank 0 only and, once
+# $A/release exists (the requeued run), passes at once
+cat >"$A/job.sh" <<EOS
+#!/bin/sh
+export LOOM_DEBUG=info LOOM_CKPT_ASYNC=1 CKPT_DRIVE_SAVE_EVERY=1000 CKPT_DRIVE_ROWS=9001
+export LOOM_CKPT_CHUNK=65536 LOOM_CKPT_BUFFER_MB=1
+srun --mpi=pmix env LD_PRELOAD="$KILLPOINT" LOOM_TEST_KILL_RANK=0 \\
+	LOOM_TEST_KILL_AT="fsync:$A/ck/*/.tmp-step-0-*/t0.bin" LOOM_TEST_PAUSE_UNTIL="$A/release" \\
+	sh -c 'exec "\$0" train "\$LOOM_CKPT_DIR" rows 150' "$DRIVE"
+EOS
+
+test_expect_success 'SIGTERM while rank 0 flushes step 0 in the background: stop agreed, step 0 then the stop step committed, requeue asked' '
+	test -f "$KILLPOINT" &&
+	j=$(sbatch --parsable -p low -N2 --ntasks-per-node=2 --open-mode=append -o "$A/job.out" \
+		--loom-ckpt="$A/ck/%j" "$A/job.sh") && echo "$j" >"$A/id" && echo "job $j" &&
+	timeout 120 sh -c "until test -e \"$A/release.paused\"; do sleep 0.2; done" &&
+	grep -q "killpoint: paused before fsync $A/ck/$j/\.tmp-step-0-$j/t0\.bin" "$A/job.out" &&
+	test ! -e "$A/ck/$j/step-0" &&
+	scancel -s TERM "$j" &&
+	wait_for "$A/job.out" "ckpt: stop agreed at step [0-9]* (SIGTERM)" 60 &&
+	test ! -e "$A/ck/$j/step-0" &&
+	touch "$A/release" &&
+	for i in $(seq 120); do test "$(job_field "$j" Restarts)" = 1 && break; sleep 1; done &&
+	cat "$A/job.out" && test "$(job_field "$j" Restarts)" = 1 &&
+	s=$(sed -n "s/.*stop agreed at step \([0-9]*\) (SIGTERM).*/\1/p" "$A/job.out" | head -1) &&
+	echo "$s" >"$A/step" && test "$s" -gt 0 &&
+	test $(grep -c "^rank [0-3] stop at step $s$" "$A/job.out") = 4 &&
+	grep -q "checkpoint step $s committed after SIGTERM: asking for a requeue" "$A/job.out" &&
+	test -f "$A/ck/$j/step-0/MANIFEST" && test -f "$A/ck/$j/step-$s/MANIFEST" &&
+	stepd_log | grep "loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1)"
+'
+test_expect_success 'the requeued job resumes from the stop step, every value bit for bit on every rank, and completes' '
+	j=$(cat "$A/id") && s=$(cat "$A/step") &&
+	wait_state "$j" 180 COMPLETED && cat "$A/job.out" &&
+	test "$(job_field "$j" Restarts)" = 1 &&
+	test $(grep -c "^rank [0-3] resumed at step $s wrong 0$" "$A/job.out") = 4 &&
+	grep -q "restart 1 of job $j: resuming after step $s" "$A/job.out"
+'
+test_done
