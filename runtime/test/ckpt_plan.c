@@ -392,39 +392,35 @@ static void t_bad_descriptors(void)
 	}
 }
 
-/* chunk owners and the mean piece: a 4x3 float32 tensor (48 bytes,
- * chunks of 8: six, the last at 40..48), rank 0 rows 0..1 (0..24), rank 1
- * rows 2..3 (24..48): chunks 0..2 inside rank 0's run, 3..5 inside rank
- * 1's; then columns (8- and 4-byte runs): only runs that start on a
- * chunk start hold a whole chunk */
-static void t_chunk_owners(void)
+/* a 4x3 float32 tensor, rank 0's block (o1, e0, e1) and rank 1's; the
+ * owners of the six chunks of 8 bytes and the mean piece */
+static void owners(int32_t o1a, int32_t e0a, int32_t e1a, int32_t o0b, int32_t o1b,
+		   int32_t e0b, int32_t e1b, const char *want, int mean, const char *what)
 {
 	setup_t s;
 	ckpt_plan_t p;
-	int32_t own[8];
+	int32_t o[8];
 	char got[64];
 	setup(&s, 2, 8, 16);
 	tensor(&s, 0, 2, 4, 3, 4);
-	block(&s, 0, 0, 0, 0, 2, 3);
-	block(&s, 1, 0, 2, 0, 2, 3);
+	block(&s, 0, 0, 0, (uint64_t)o1a, (uint64_t)e0a, (uint64_t)e1a);
+	block(&s, 1, 0, (uint64_t)o0b, (uint64_t)o1b, (uint64_t)e0b, (uint64_t)e1b);
 	build(&p, &s, 0);
-	ckpt_plan_chunk_owners(&p, own);
-	snprintf(got, sizeof got, "%d %d %d %d %d %d", own[0], own[1], own[2], own[3], own[4], own[5]);
-	is_str(got, "0 0 0 1 1 1", "rows: each chunk is summed by the rank whose run holds it");
-	is_int((int)ckpt_plan_mean_piece(&p), 24, "rows: one 24-byte run each, mean 24");
+	ckpt_plan_chunk_owners(&p, o);
+	snprintf(got, sizeof got, "%d %d %d %d %d %d", o[0], o[1], o[2], o[3], o[4], o[5]);
+	is_str(got, want, "%s: chunk owners", what);
+	is_int((int)ckpt_plan_mean_piece(&p), mean, "%s: mean piece", what);
 	ckpt_plan_free(&p);
-	/* columns: rank 0 holds columns 0..1 (8-byte runs at 0, 12, 24, 36),
-	 * rank 1 column 2 (4-byte runs at 8, 20, 32, 44) */
-	setup(&s, 2, 8, 16);
-	tensor(&s, 0, 2, 4, 3, 4);
-	block(&s, 0, 0, 0, 0, 4, 2);
-	block(&s, 1, 0, 0, 2, 4, 1);
-	build(&p, &s, 0);
-	ckpt_plan_chunk_owners(&p, own);
-	snprintf(got, sizeof got, "%d %d %d %d %d %d", own[0], own[1], own[2], own[3], own[4], own[5]);
-	is_str(got, "0 -1 -1 0 -1 -1", "columns: only the runs at 0 and 24 hold a whole chunk");
-	is_int((int)ckpt_plan_mean_piece(&p), 6, "columns: 4 runs of 8 and 4 of 4, mean 6");
-	ckpt_plan_free(&p);
+}
+
+static void t_chunk_owners(void)
+{
+	/* rank 0 rows 0..1 (bytes 0..24), rank 1 rows 2..3: each chunk
+	 * inside one rank's run, one run of 24 bytes each */
+	owners(0, 2, 3, 2, 0, 2, 3, "0 0 0 1 1 1", 24, "rows");
+	/* rank 0 columns 0..1 (8-byte runs at 0, 12, 24, 36), rank 1 column
+	 * 2 (4-byte runs): only the runs at 0 and 24 hold a whole chunk */
+	owners(0, 4, 2, 0, 2, 4, 1, "0 -1 -1 0 -1 -1", 6, "columns");
 }
 
 int main(void)
