@@ -341,8 +341,9 @@ int loom_remote_task_exit(spank_t sp)
 	job_view(job, &view);
 	v = loom_requeue_decide(&req, &view);
 	if (v != LOOM_REQUEUE_YES) {
-		slurm_info(LOOM_PREFIX "job %u: checkpoint step %lld after SIG%s, not requeued: %s (state %s)",
-			   job, req.step, req.signal, loom_requeue_verdict_str(v), view.state);
+		slurm_info(LOOM_PREFIX "job %u: checkpoint step %lld after SIG%s, not requeued: %s "
+			   "(state %s) reason=%s", job, req.step, req.signal, loom_requeue_verdict_str(v),
+			   view.state, loom_requeue_reason(loom_ckpt_timer_fired(), v));
 		return 0;
 	}
 	if (slurm_requeue(job, 0) != SLURM_SUCCESS) {
@@ -352,8 +353,9 @@ int loom_remote_task_exit(spank_t sp)
 		return 0;
 	}
 	slurm_info(LOOM_PREFIX "job %u: checkpoint step %lld committed after SIG%s%s; requeued "
-		   "(restart %u)", job, req.step, req.signal,
-		   loom_ckpt_timer_fired() ? " (time limit)" : "", restarts + 1);
+		   "(restart %u) reason=%s", job, req.step, req.signal,
+		   loom_ckpt_timer_fired() ? " (time limit)" : "", restarts + 1,
+		   loom_requeue_reason(loom_ckpt_timer_fired(), v));
 	return 0;
 }
 

@@ -342,3 +342,10 @@ const char *loom_requeue_verdict_str(enum loom_requeue_verdict v)
 	}
 	return "?";
 }
+
+const char *loom_requeue_reason(int timer_fired, enum loom_requeue_verdict v)
+{
+	if (timer_fired)
+		return "timelimit";
+	return v == LOOM_REQUEUE_NOT_RUNNING ? "cancel" : "preempt";
+}

@@ -76,5 +76,11 @@ int loom_requeue_ours(const struct loom_requeue_req *req, const struct loom_job_
 enum loom_requeue_verdict loom_requeue_decide(const struct loom_requeue_req *req,
 					      const struct loom_job_view *job);
 const char *loom_requeue_verdict_str(enum loom_requeue_verdict v);
+/* Why the job stopped, for the slurmd log: "timelimit" when loom.so's
+ * --loom-ckpt-signal timer sent the signal (timer_fired), "cancel" when
+ * the job is no longer running (scancel), else "preempt" (a SIGTERM that
+ * Slurm sent while the job keeps running: preemption, or a signal sent by
+ * hand) */
+const char *loom_requeue_reason(int timer_fired, enum loom_requeue_verdict v);
 
 #endif

@@ -5,7 +5,8 @@
 # limit (--loom-ckpt-signal=USR1@50); it checkpoints, loom.so requeues it,
 # the restarted job resumes from the checkpoint and ends with parameters
 # bit-identical to an uninterrupted run's. A job that ends normally, or is
-# cancelled, is not requeued. A step inside the signal window is told so once.
+# cancelled, is not requeued; the slurmd log line gives the reason
+# (preempt, timelimit, cancel). A step inside the signal window is told so once.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test_need_plugin
 test_need_cluster
@@ -45,7 +46,7 @@ test_expect_success 'preemption: SIGTERM, every rank saves the same step, loom.s
 	test -n "$s" && echo "$s" >"$TEST_TMP/pre.step" &&
 	grep -q "stop signal: checkpoint of step $s committed" "$P/job.out" &&
 	test -f "$P/ck/$j/step-$s/MANIFEST" &&
-	stepd_log | grep "loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1)"
+	stepd_log | grep "loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1) reason=preempt$"
 '
 
 test_expect_success 'the requeued job resumes after that step and ends bit-identical to the uninterrupted run' '
@@ -66,7 +67,7 @@ test_expect_success 'time limit: --time=1 --loom-ckpt-signal=USR1@50: checkpoint
 	grep -q "checkpoint step [0-9]* committed after SIGUSR1: asking for a requeue" "$T/job.out" &&
 	grep -q "resuming after step [0-9]* from $T/ck/$j (restart 1)" "$T/job.out" &&
 	stepd_log | grep -q "loom: step $j.0: sent SIGUSR1, 50 s before the time limit" &&
-	stepd_log | grep -q "loom: job $j: checkpoint step [0-9]* committed after SIGUSR1 (time limit); requeued" &&
+	stepd_log | grep -q "loom: job $j: checkpoint step [0-9]* committed after SIGUSR1 (time limit); requeued (restart [0-9]*) reason=timelimit$" &&
 	grep -q "PASS: loss curve and final parameters bit-identical" "$T/job.out" &&
 	test "$(digest "$T/job.out")" = "$(digest "$TEST_TMP/ref/job.out")" &&
 	r=$(job_field "$j" Restarts) && echo "restarts: $r" &&
@@ -78,7 +79,7 @@ test_expect_success 'scancel: the job checkpoints on SIGTERM but stays CANCELLED
 	j=$(submit cancel -p low --wrap "$TRAIN --step-ms 30") &&
 	wait_for "$C/job.out" "step 50/300" 60 && scancel "$j" &&
 	wait_state "$j" 60 CANCELLED &&
-	wait_stepd_log "loom: job $j: checkpoint step [0-9]* after SIGTERM, not requeued: the job is no longer running" 60 &&
+	wait_stepd_log "loom: job $j: checkpoint step [0-9]* after SIGTERM, not requeued: the job is no longer running .* reason=cancel$" 60 &&
 	cat "$C/job.out" &&
 	s=$(stepd_log | sed -n "s/.*loom: job $j: checkpoint step \([0-9]*\) after SIGTERM, not requeued.*/\1/p" | head -1) &&
 	test -f "$C/ck/$j/step-$s/MANIFEST" &&

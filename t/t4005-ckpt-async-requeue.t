@@ -53,7 +53,7 @@ test_expect_success 'SIGTERM while rank 0 flushes step 0 in the background: stop
 	test $(grep -c "^rank [0-3] stop at step $s$" "$A/job.out") = 4 &&
 	grep -q "checkpoint step $s committed after SIGTERM: asking for a requeue" "$A/job.out" &&
 	test -f "$A/ck/$j/step-0/MANIFEST" && test -f "$A/ck/$j/step-$s/MANIFEST" &&
-	stepd_log | grep "loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1)"
+	stepd_log | grep "loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1) reason=preempt$"
 '
 test_expect_success 'the requeued job resumes from the stop step, every value bit for bit on every rank, and completes' '
 	j=$(cat "$A/id") && s=$(cat "$A/step") &&

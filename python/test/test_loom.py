@@ -183,7 +183,7 @@ def checkpoint_stop_signal_and_requeue():
         ck.save(2)
         ck.close()
         with open(os.path.join(d, ".loom-requeue")) as f:
-            assert f.read() == "job=4242\nrestart=1\nslurm_step=none\nstep=2\nsignal=TERM\n"
+            assert f.read() == "job=4242\nrestart=1\nslurm_step=none\nstep=2\nsignal=TERM\nreason=preempt\n"
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     finally:
         del os.environ["SLURM_JOB_ID"], os.environ["SLURM_RESTART_COUNT"]
@@ -285,7 +285,7 @@ def request_requeue_writes_the_contract():
     try:
         loom.request_requeue(9, signal=signal.SIGUSR1)
         with open(os.path.join(d, ".loom-requeue")) as f:
-            assert f.read() == "job=77\nrestart=2\nslurm_step=3\nstep=9\nsignal=USR1\n"
+            assert f.read() == "job=77\nrestart=2\nslurm_step=3\nstep=9\nsignal=USR1\nreason=timelimit\n"
         del os.environ["SLURM_RESTART_COUNT"], os.environ["SLURM_STEP_ID"]
         loom.request_requeue(10, dir=d)
         with open(os.path.join(d, ".loom-requeue")) as f:

@@ -243,10 +243,13 @@ int loom_ckpt_request_requeue(const char *dir, long long step, int signal)
 		LOOM_WARN("ckpt: LOOM_CKPT_REQUEUE=0: no requeue request for step %lld", step);
 		return LOOM_SUCCESS;
 	}
-	/* the Slurm step too: only the step that wrote it acts on it */
-	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n",
-		 job, restart && *restart ? restart : "0", sstep && *sstep ? sstep : "none",
-		 step, ck_sig_name(signal));
+	/* the Slurm step too: only the step that wrote it acts on it; the
+	 * reason as far as a task can tell (a scancel is a SIGTERM too:
+	 * loom.so's log line tells it apart) */
+	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n"
+		 "reason=%s\n", job, restart && *restart ? restart : "0",
+		 sstep && *sstep ? sstep : "none", step, ck_sig_name(signal),
+		 signal == SIGTERM ? "preempt" : "timelimit");
 	if (ckpt_write_small(dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS) {
 		LOOM_ERR("ckpt: cannot write %s/%s (%s): the job will not be requeued",
 			 dir, CKPT_REQUEUE_FILE, strerror(errno));

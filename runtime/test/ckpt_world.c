@@ -463,8 +463,9 @@ static void t_signals(void)
 			text[n] = 0;
 			fclose(f);
 		}
-		is_str(text, "job=77\nrestart=3\nslurm_step=2\nstep=3\nsignal=USR1\n",
-		       "it leaves .loom-requeue naming job, restart, Slurm step, step and signal");
+		is_str(text, "job=77\nrestart=3\nslurm_step=2\nstep=3\nsignal=USR1\nreason=timelimit\n",
+		       "it leaves .loom-requeue naming job, restart, Slurm step, step, signal and "
+		       "reason (the LOOM_CKPT_SIGNAL: timelimit)");
 		loom_ckpt_close(ck);
 		loom_ckpt_open(w, dir, &ck);
 		ok(access(rq, F_OK) != 0, "the next open removes it (the request has been acted on)");

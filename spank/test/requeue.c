@@ -197,6 +197,11 @@ int main(void)
 	v.running = 0;
 	is_int(loom_requeue_decide(&r, &v), LOOM_REQUEUE_NOT_RUNNING, "a cancelled job stays cancelled");
 	like(loom_requeue_verdict_str(LOOM_REQUEUE_NOT_RUNNING), "cancelled", "the reason says cancelled");
+	is_str(loom_requeue_reason(0, LOOM_REQUEUE_NOT_RUNNING), "cancel", "reason: scancel");
+	is_str(loom_requeue_reason(0, LOOM_REQUEUE_YES), "preempt", "reason: SIGTERM, job running");
+	is_str(loom_requeue_reason(1, LOOM_REQUEUE_YES), "timelimit", "reason: the timer's signal");
+	is_str(loom_requeue_reason(1, LOOM_REQUEUE_NOT_RUNNING), "timelimit",
+	       "reason: the timer's signal, then cancelled: still the time limit");
 	v.running = 1;
 	v.batch = 0;
 	is_int(loom_requeue_decide(&r, &v), LOOM_REQUEUE_NOT_BATCH, "an srun-only job cannot be requeued");
