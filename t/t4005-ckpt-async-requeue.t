@@ -16,12 +16,6 @@ KILLPOINT="$LOOM_BUILD_DIR/runtime/test/.libs/killpoint.so"
 
 A=$(cd "$TEST_TMP" && pwd -P)/aq
 mkdir -p "$A/ck"
-stepd_log() { cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log; }
-# wait_for FILE PATTERN SECONDS
-wait_for() {
-	timeout "$3" sh -c 'until grep -q -- "$2" "$1" 2>/dev/null; do sleep 0.2; done' sh "$1" "$2" ||
-	{ echo "$1 lacks /$2/ after $3 s"; cat "$1"; return 1; }
-}
 
 # the job: 150 steps of 0.1 s, an async save of step 0 (the next periodic
 # one, step 1000, never comes); the pause is armed in rank 0 only and, once
