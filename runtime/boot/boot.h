@@ -22,7 +22,6 @@ int loom_boot_env(struct loom_boot *b);
 #ifdef HAVE_PMIX
 int loom_boot_pmix(struct loom_boot *b);
 int loom_pmix_finalize(void);
-
 #endif
 /* shared by both: listen, and build the mesh from an address table */
 int loom_boot_listen(uint32_t ip, uint16_t want_port, int *fd, uint16_t *port);

@@ -43,31 +43,6 @@ int loom_pmix_finalize(void)
 /* rank 0's random bits, as hex: key, nonce, shm key */
 #define SECRET_BYTES (LOOM_KEY_LEN + 8 + 16)
 
-static void to_hex(const uint8_t *in, size_t n, char *out)
-{
-	static const char d[] = "0123456789abcdef";
-	size_t i;
-	for (i = 0; i < n; i++) {
-		out[2 * i] = d[in[i] >> 4];
-		out[2 * i + 1] = d[in[i] & 15];
-	}
-	out[2 * n] = 0;
-}
-
-static int from_hex(const char *in, uint8_t *out, size_t n)
-{
-	size_t i;
-	unsigned v;
-	if (strlen(in) != 2 * n)
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (sscanf(in + 2 * i, "%2x", &v) != 1)
-			return -1;
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
 static int put_secret(struct loom_boot *b)
 {
 	uint8_t raw[SECRET_BYTES];
@@ -76,7 +51,7 @@ static int put_secret(struct loom_boot *b)
 	pmix_status_t st;
 	if (loom_random_bytes(raw, sizeof raw))
 		return LOOM_ERR_SYSTEM;
-	to_hex(raw, sizeof raw, hex);
+	loom_hex_encode(raw, sizeof raw, hex);
 	PMIX_VALUE_CONSTRUCT(&v);
 	v.type = PMIX_STRING;
 	v.data.string = hex;
@@ -101,7 +76,8 @@ static int get_secret(struct loom_boot *b, const pmix_proc_t *me)
 	zero.rank = 0;
 	st = PMIx_Get(&zero, "loom.secret", NULL, 0, &val);
 	ok = st == PMIX_SUCCESS && val && val->type == PMIX_STRING && val->data.string &&
-	     from_hex(val->data.string, raw, sizeof raw) == 0;
+	     strlen(val->data.string) == 2 * sizeof raw &&
+	     loom_hex_decode(val->data.string, raw, sizeof raw) == (size_t)-1;
 	if (val)
 		PMIX_VALUE_RELEASE(val);
 	if (!ok) {

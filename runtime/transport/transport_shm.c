@@ -70,20 +70,18 @@ static struct ring *ring_of(struct loom_shm *s, int from, int to)
 	return &s->rings[from * s->nlocal + to];
 }
 
-static void segment_name(struct loom_comm *c, char *out, size_t len)
+static void segment_name(struct loom_comm *c, char out[6 + 32 + 1])
 {
 	/* bytes laid out by hand: a struct's padding would differ per rank */
 	uint8_t in[12], key[LOOM_KEY_LEN], mac[LOOM_MAC_LEN];
 	int32_t node = c->w->node_of[c->w->rank];
-	int i;
 	memcpy(in, &c->ctx, 8);
 	memcpy(in + 8, &node, 4);
 	memcpy(key, c->w->shm_key, 16);
 	memcpy(key + 16, c->w->shm_key, 16);
 	loom_hmac(key, in, sizeof in, mac);
-	snprintf(out, len, "/loom-");
-	for (i = 0; i < 16; i++)
-		snprintf(out + 6 + 2 * i, len - 6 - 2 * (size_t)i, "%02x", mac[i]);
+	memcpy(out, "/loom-", 6);
+	loom_hex_encode(mac, 16, out + 6);
 }
 
 /* 0 when fd is a segment this rank may use: ours, 0600, size bytes (1:
@@ -164,7 +162,7 @@ int loom_shm_attach(struct loom_comm *c)
 	s->nlocal = nl;
 	s->size = sizeof(struct seg_hdr) + (size_t)nl * sizeof(struct slot_bell) +
 		  (size_t)nl * (size_t)nl * sizeof(struct ring);
-	segment_name(c, s->name, sizeof s->name);
+	segment_name(c, s->name);
 	fd = c->local_rank == 0 ? loom_shm_segment_create(s->name, s->size)
 				: loom_shm_segment_open(s->name, s->size, loom_now() + wait);
 	if (fd < 0) {

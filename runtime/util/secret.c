@@ -60,6 +60,31 @@ static int hexval(int c)
 	return -1;
 }
 
+void loom_hex_encode(const uint8_t *in, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+	size_t i;
+	for (i = 0; i < n; i++) {
+		out[2 * i] = d[in[i] >> 4];
+		out[2 * i + 1] = d[in[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+size_t loom_hex_decode(const char *in, uint8_t *out, size_t n)
+{
+	size_t i;
+	for (i = 0; i < 2 * n; i += 2) {
+		int h = hexval(in[i]), l = h < 0 ? -1 : hexval(in[i + 1]);
+		if (h < 0)
+			return i;
+		if (l < 0)
+			return i + 1;
+		out[i / 2] = (uint8_t)(h << 4 | l);
+	}
+	return (size_t)-1;
+}
+
 /* LOOM_JOB_SECRET: 32 to 128 hex digits (loom.so makes 32 per step). The
  * key is its SHA-256, so every accepted length gives a full-size key. */
 int loom_job_key(uint8_t key[LOOM_KEY_LEN], int *have_secret)
@@ -81,13 +106,9 @@ int loom_job_key(uint8_t key[LOOM_KEY_LEN], int *have_secret)
 			 "(e.g. from: od -An -tx1 -N16 /dev/urandom | tr -d ' \\n')", n);
 		return LOOM_ERR_INVALID;
 	}
-	for (i = 0; i < n; i += 2) {
-		int h = hexval(v[i]), l = hexval(v[i + 1]);
-		if (h < 0 || l < 0) {
-			LOOM_ERR("LOOM_JOB_SECRET: character %zu is not a hex digit", h < 0 ? i + 1 : i + 2);
-			return LOOM_ERR_INVALID;
-		}
-		raw[i / 2] = (uint8_t)(h << 4 | l);
+	if ((i = loom_hex_decode(v, raw, n / 2)) != (size_t)-1) {
+		LOOM_ERR("LOOM_JOB_SECRET: character %zu is not a hex digit", i + 1);
+		return LOOM_ERR_INVALID;
 	}
 	SHA256(raw, n / 2, key);
 	OPENSSL_cleanse(raw, sizeof raw);

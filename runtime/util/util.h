@@ -36,6 +36,10 @@ void loom_hmac(const uint8_t key[LOOM_KEY_LEN], const void *msg, size_t len,
 	       uint8_t out[LOOM_MAC_LEN]);
 int loom_mac_equal(const uint8_t a[LOOM_MAC_LEN], const uint8_t b[LOOM_MAC_LEN]);
 void loom_sha256(const void *msg, size_t len, uint8_t out[32]);
+/* n bytes as 2n lower-case hex digits and a NUL; and back: (size_t)-1
+ * when in holds 2n hex digits, else the index of the first that is not */
+void loom_hex_encode(const uint8_t *in, size_t n, char *out);
+size_t loom_hex_decode(const char *in, uint8_t *out, size_t n);
 
 /* A bell: a counter a waiter sleeps on (futex, also across processes when
  * it lives in shared memory). Ring it after changing what a waiter checks. */
