@@ -15,6 +15,11 @@
  * cudaStreamQuery, against the communicator's deadline; on a timeout, or
  * when the native communicator reports an abort or a lost peer, the
  * ncclComm is aborted (ncclCommAbort) and the call returns the error.
+ * A buffer neither kind of memory can serve is refused with
+ * LOOM_ERR_INVALID before anything is enqueued (buf_kind): device memory
+ * of another device or not addressable from this context, or an address
+ * CUDA does not know that is not readable host memory either (a freed
+ * cudaMalloc buffer), which the host path would otherwise crash on.
  * 16-bit floats map onto ncclFloat16 / ncclBfloat16: NCCL converts to
  * fp32 for each addition but sends and stores partial results in the
  * 16-bit type, so they are rounded at each step (as the MPI backend's
@@ -25,11 +30,14 @@
 #include "flight/flight.h"
 
 #include <cuda_runtime_api.h>
+#include <errno.h>
 #include <nccl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 struct ncomm {
 	struct loom_comm *nat;   /* the native communicator of the same members */
@@ -152,16 +160,57 @@ static int nccl_poll(struct loom_comm *c, cudaEvent_t ev, const char *what, doub
 	}
 }
 
-static int is_dev(const void *p)
+/* 1 when the first byte at p can be read by this process: process_vm_readv
+ * reports EFAULT instead of faulting. Where the call is not allowed
+ * (seccomp: EPERM, ENOSYS) it cannot tell, and says readable. */
+static int host_readable(const void *p)
 {
+	char b;
+	struct iovec here = { &b, 1 }, there = { (void *)p, 1 };
+	if (process_vm_readv(getpid(), &here, 1, &there, 1, 0) == 1)
+		return 1;
+	return errno != EFAULT;
+}
+
+enum { BUF_BAD = -1, BUF_HOST = 0, BUF_DEV = 1 };
+
+/* What the buffer p (which, for the log line: "send", "recv", "buffer")
+ * is to communicator c: BUF_DEV device or managed memory c's device can
+ * address, BUF_HOST host memory, BUF_BAD neither (logged). NULL: host.
+ * used 0 (no element, or a buffer the call ignores on this rank): host
+ * memory is not probed. */
+static int buf_kind(const struct loom_comm *c, const void *p, const char *which, int used)
+{
+	const struct ncomm *n = c->impl;
 	struct cudaPointerAttributes at;
 	if (!p)
-		return 0;
+		return BUF_HOST;
 	if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
-		cudaGetLastError();  /* clear it */
-		return 0;
+		cudaGetLastError();  /* clear it: CUDA knows nothing of p */
+		at.type = cudaMemoryTypeUnregistered;
 	}
-	return at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged;
+	if (at.type == cudaMemoryTypeManaged)
+		return BUF_DEV;
+	if (at.type == cudaMemoryTypeDevice) {
+		if (at.device != n->device) {
+			LOOM_ERR("comm %s: %s %p is memory of CUDA device %d, the communicator's is device %d: "
+				 "allocate it on device %d", c->name, which, p, at.device, n->device, n->device);
+			return BUF_BAD;
+		}
+		if (!at.devicePointer) {
+			LOOM_ERR("comm %s: %s %p is device memory this CUDA context cannot address (another "
+				 "context's?): allocate it in the context the communicator runs in", c->name,
+				 which, p);
+			return BUF_BAD;
+		}
+		return BUF_DEV;
+	}
+	if (used && !host_readable(p)) {
+		LOOM_ERR("comm %s: %s %p is neither device memory CUDA knows nor readable host memory "
+			 "(a freed cudaMalloc buffer?)", c->name, which, p);
+		return BUF_BAD;
+	}
+	return BUF_HOST;
 }
 
 static ncclDataType_t ntype(loom_dtype_t dt)
@@ -262,14 +311,23 @@ static int enqueue(struct loom_comm *c, const struct loom_opdesc *d, double dead
 	return nccl_settle(c, r, loom_opdesc_name(d->kind), deadline);
 }
 
-/* 1: device path, 0: host path, <0: mixed */
-static int route(const struct loom_opdesc *d)
+/* 1: device path, 0: host path, <0: a bad or mixed pair (logged) */
+static int route(const struct loom_comm *c, const struct loom_opdesc *d)
 {
-	int a = is_dev(d->s), b = is_dev(d->r);
+	/* loom.h: a non-root's broadcast send and reduce recv are not used */
+	int s_used = d->count && !(d->kind == LOOM_OP_BCAST && c->rank != d->root);
+	int r_used = d->count && !(d->kind == LOOM_OP_REDUCE && c->rank != d->root);
+	int a, b;
 	if (d->kind == LOOM_OP_BARRIER)
 		return 0;
-	if ((d->s && d->r && a != b))
+	if ((a = buf_kind(c, d->s, "send", s_used)) == BUF_BAD ||
+	    (b = buf_kind(c, d->r, "recv", r_used)) == BUF_BAD)
 		return -1;
+	if (d->s && d->r && a != b) {
+		LOOM_ERR("comm %s: %s: send is %s memory, recv %s memory: pass the same kind to both",
+			 c->name, loom_opdesc_name(d->kind), a ? "device" : "host", b ? "device" : "host");
+		return -1;
+	}
 	return a || b;
 }
 
@@ -290,7 +348,7 @@ static int nccl_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_requ
 	int rc, dev, done;
 	if ((rc = atomic_load(&c->failed)))
 		return rc;
-	if ((dev = route(d)) < 0)
+	if ((dev = route(c, d)) < 0)
 		return LOOM_ERR_INVALID;
 	if (!dev) {
 		struct loom_comm *nat = native_of(c);
@@ -358,8 +416,10 @@ static int nccl_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, l
 	struct ncomm *n = c->impl;
 	struct nreq *q;
 	ncclResult_t r;
-	int rc;
-	if (!is_dev(buf)) {
+	int rc, kind = buf_kind(c, buf, is_send ? "send buffer" : "recv buffer", count > 0);
+	if (kind == BUF_BAD)
+		return LOOM_ERR_INVALID;
+	if (kind == BUF_HOST) {
 		struct loom_comm *nat = native_of(c);
 		return nat->be->p2p(nat, is_send, buf, count, dt, peer, req);
 	}
