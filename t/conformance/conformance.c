@@ -17,6 +17,13 @@
  * rank 0 the global verdict, and a failing line lists the sub-cases that
  * failed on any rank. Ends with
  *   # conformance backend=<name> ranks=<n>: <pass>/<total> passed
+ * --device (NCCL backend): the collective matrix and the non-blocking
+ * checks run on cudaMalloc'd twins of their host buffers (devbuf.h: copied
+ * to the device before each call and back after it, guard bands
+ * included); the verdict aggregation, barrier, point to point, split, dup
+ * and mesh checks keep host buffers, which the NCCL backend routes through
+ * its native communicator: both kinds of memory in one program. The
+ * summary then says buffers=device.
  * The error cases cannot aggregate over a communicator they break: rank 0
  * prints its own TAP verdict and every rank prints one line
  *   conformance: rank R: <case>: ok|FAIL ...
@@ -37,10 +44,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "devbuf.h"
 #include "loomvals.h"
 
 static loom_comm_t *world;
-static int me, nr, quick;
+static int me, nr, quick, on_device;
 static const char *backend_name = "native";
 static int tap_n, tap_pass;
 
@@ -180,7 +188,30 @@ static void *balloc(size_t bytes)
 	}
 	memset(p, 0xA5, bytes);
 	memset(p + bytes, 0x5A, GUARD);
+	if (on_device)
+		devbuf_add(p, bytes + GUARD);
 	return p;
+}
+
+static void bfree(void *p)
+{
+	if (on_device)
+		devbuf_drop(p);
+	free(p);
+}
+
+/* --device: what a collective of the matrix is given (the device twin)
+ * and the copies around it; without --device the host buffer itself */
+#define D(p) (on_device ? devbuf_of(p) : (void *)(p))
+static void to_dev(void)
+{
+	if (on_device)
+		devbuf_push();
+}
+static void from_dev(void)
+{
+	if (on_device)
+		devbuf_pull();
 }
 
 /* 1 when something wrote past the end */
@@ -258,17 +289,19 @@ static void test_allreduce(loom_dtype_t t, loom_op_t op)
 				copy = balloc(by);
 				memcpy(copy, a, by);
 			}
-			rc = loom_allreduce(a, b, cnt, t, op, world);
+			to_dev();
+			rc = loom_allreduce(D(a), D(b), cnt, t, op, world);
+			from_dev();
 			bad = rc ? 0 : wrong_reduced(b, cnt, t, op, 0);
 			bad += guard_bad(b, by);
 			if (!ip)
 				bad += memcmp(a, copy, by) != 0; /* send left alone */
 			sub_result(s, rc, bad);
 			if (!ip) {
-				free(b);
-				free(copy);
+				bfree(b);
+				bfree(copy);
 			}
-			free(a);
+			bfree(a);
 		}
 	check_end("allreduce %s %s", loom_dtype_name(t), loom_op_name(op));
 }
@@ -287,14 +320,16 @@ static void test_reduce(loom_dtype_t t, loom_op_t op)
 				long long bad = 0;
 				int rc;
 				lv_fill(a, cnt, t, op, me, 0);
-				rc = loom_reduce(a, b, cnt, t, op, root, world);
+				to_dev();
+				rc = loom_reduce(D(a), D(b), cnt, t, op, root, world);
+				from_dev();
 				if (!rc && me == root)
 					bad = wrong_reduced(b, cnt, t, op, 0);
 				bad += guard_bad(b, by);
 				sub_result(s, rc, bad);
 				if (!ip)
-					free(b);
-				free(a);
+					bfree(b);
+				bfree(a);
 			}
 	check_end("reduce %s %s", loom_dtype_name(t), loom_op_name(op));
 }
@@ -311,13 +346,15 @@ static void test_reduce_scatter(loom_dtype_t t, loom_op_t op)
 			long long bad;
 			int rc;
 			lv_fill(a, cnt * (size_t)nr, t, op, me, 0);
-			rc = loom_reduce_scatter(a, b, cnt, t, op, world);
+			to_dev();
+			rc = loom_reduce_scatter(D(a), D(b), cnt, t, op, world);
+			from_dev();
 			bad = rc ? 0 : wrong_reduced(b, cnt, t, op, (size_t)me * cnt);
 			bad += guard_bad(b, ip ? sby : by);
 			sub_result(s, rc, bad);
 			if (!ip)
-				free(b);
-			free(a);
+				bfree(b);
+			bfree(a);
 		}
 	check_end("reduce_scatter %s %s", loom_dtype_name(t), loom_op_name(op));
 }
@@ -337,14 +374,16 @@ static void test_broadcast(loom_dtype_t t)
 				int rc;
 				if (me == root)
 					lv_fill(snd, cnt, t, LOOM_SUM, root, 0);
-				rc = loom_broadcast(snd, rcv, cnt, t, root, world);
+				to_dev();
+				rc = loom_broadcast(D(snd), D(rcv), cnt, t, root, world);
+				from_dev();
 				for (k = 0; !rc && k < cnt; k++)
 					bad += !lv_copy_ok(rcv, k, t, root, k);
 				bad += guard_bad(rcv, by);
 				sub_result(s, rc, bad);
 				if (!ip)
-					free(rcv);
-				free(snd);
+					bfree(rcv);
+				bfree(snd);
 			}
 	check_end("broadcast %s", loom_dtype_name(t));
 }
@@ -361,15 +400,17 @@ static void test_allgather(loom_dtype_t t)
 			long long bad = 0;
 			int rc, r;
 			lv_fill(snd, cnt, t, LOOM_SUM, me, 0);
-			rc = loom_allgather(snd, rcv, cnt, t, world);
+			to_dev();
+			rc = loom_allgather(D(snd), D(rcv), cnt, t, world);
+			from_dev();
 			for (r = 0; !rc && r < nr; r++)
 				for (k = 0; k < cnt; k++)
 					bad += !lv_copy_ok(rcv, (size_t)r * cnt + k, t, r, k);
 			bad += guard_bad(rcv, rby);
 			sub_result(s, rc, bad);
 			if (!ip)
-				free(snd);
-			free(rcv);
+				bfree(snd);
+			bfree(rcv);
 		}
 	check_end("allgather %s", loom_dtype_name(t));
 }
@@ -387,7 +428,9 @@ static void test_alltoall(loom_dtype_t t)
 			int rc, r;
 			/* block j of rank me's send: elements j*cnt.. of its series */
 			lv_fill(snd, cnt * (size_t)nr, t, LOOM_SUM, me, 0);
-			rc = loom_alltoall(snd, rcv, cnt, t, world);
+			to_dev();
+			rc = loom_alltoall(D(snd), D(rcv), cnt, t, world);
+			from_dev();
 			for (r = 0; !rc && r < nr; r++)
 				for (k = 0; k < cnt; k++)
 					bad += !lv_copy_ok(rcv, (size_t)r * cnt + k, t, r,
@@ -395,8 +438,8 @@ static void test_alltoall(loom_dtype_t t)
 			bad += guard_bad(rcv, by);
 			sub_result(s, rc, bad);
 			if (!ip)
-				free(rcv);
-			free(snd);
+				bfree(rcv);
+			bfree(snd);
 		}
 	check_end("alltoall %s", loom_dtype_name(t));
 }
@@ -528,8 +571,8 @@ static void test_p2p(void)
 				bad += !lv_copy_ok(rcv, k, t, left, k);
 			bad += guard_bad(rcv, by);
 			sub_result(s, rc, bad);
-			free(snd);
-			free(rcv);
+			bfree(snd);
+			bfree(rcv);
 		}
 	check_end("send/recv ring (to rank+1, from rank-1)");
 
@@ -553,7 +596,7 @@ static void test_p2p(void)
 					for (size_t k = 0; !rc && k < len[m]; k++)
 						bad += buf[k] != (int32_t)(m * 1000003 + (int)k);
 				}
-				free(buf);
+				bfree(buf);
 			}
 		}
 		sub_result(s, rc, bad);
@@ -581,8 +624,8 @@ static void test_p2p(void)
 		for (k = 0; !rc && k < cnt; k++)
 			bad += !lv_copy_ok(rcv, k, t, left, k);
 		sub_result(s, rc, bad);
-		free(snd);
-		free(rcv);
+		bfree(snd);
+		bfree(rcv);
 	}
 	check_end("isend/irecv ring");
 }
@@ -863,8 +906,9 @@ static void test_nonblocking(void)
 			res[j] = balloc(cnt * 4);
 			lv_fill(in[j], cnt, LOOM_FLOAT32, LOOM_SUM, me, (size_t)j * 1000);
 		}
+		to_dev();
 		for (j = 0; j < K && !rc; j++, started++)
-			rc = loom_iallreduce(in[j], res[j], cnt, LOOM_FLOAT32, LOOM_SUM, world, &req[j]);
+			rc = loom_iallreduce(D(in[j]), D(res[j]), cnt, LOOM_FLOAT32, LOOM_SUM, world, &req[j]);
 		if (rc)
 			for (j = 0; j < started - 1; j++)
 				loom_wait(req[j]);
@@ -890,14 +934,15 @@ static void test_nonblocking(void)
 			polls++;
 			compute(0.0005);
 		}
+		from_dev();
 		if (!rc && left)
 			rc = LOOM_ERR_TIMEOUT;
 		for (j = 0; j < K; j++) {
 			for (size_t k = 0; !rc && k < cnt; k++)
 				bad += !lv_reduced_ok(res[j], k, LOOM_FLOAT32, LOOM_SUM, nr,
 						      (size_t)j * 1000 + k);
-			free(in[j]);
-			free(res[j]);
+			bfree(in[j]);
+			bfree(res[j]);
 		}
 		sub_result(s, rc, bad);
 		s = sub("completion in start order");
@@ -928,13 +973,14 @@ static void test_nonblocking(void)
 		lv_fill(rs, c * (size_t)nr, LOOM_FLOAT64, LOOM_SUM, me, 0);
 		lv_fill(aa, c * (size_t)nr, LOOM_INT64, LOOM_SUM, me, 0);
 		lv_fill(rd, c, LOOM_INT8, LOOM_MIN, me, 0);
+		to_dev();
 #define START(call) do { if (!rc) { rc = (call); if (!rc) nq++; } } while (0)
-		START(loom_iallreduce(ar, arr, c, LOOM_FLOAT32, LOOM_MAX, world, &q[nq]));
-		START(loom_ibroadcast(bc, bc, c, LOOM_INT32, root, world, &q[nq]));
-		START(loom_iallgather(ag, agr, c, LOOM_INT32, world, &q[nq]));
-		START(loom_ireduce_scatter(rs, rsr, c, LOOM_FLOAT64, LOOM_SUM, world, &q[nq]));
-		START(loom_ialltoall(aa, aar, c, LOOM_INT64, world, &q[nq]));
-		START(loom_ireduce(rd, rdr, c, LOOM_INT8, LOOM_MIN, 0, world, &q[nq]));
+		START(loom_iallreduce(D(ar), D(arr), c, LOOM_FLOAT32, LOOM_MAX, world, &q[nq]));
+		START(loom_ibroadcast(D(bc), D(bc), c, LOOM_INT32, root, world, &q[nq]));
+		START(loom_iallgather(D(ag), D(agr), c, LOOM_INT32, world, &q[nq]));
+		START(loom_ireduce_scatter(D(rs), D(rsr), c, LOOM_FLOAT64, LOOM_SUM, world, &q[nq]));
+		START(loom_ialltoall(D(aa), D(aar), c, LOOM_INT64, world, &q[nq]));
+		START(loom_ireduce(D(rd), D(rdr), c, LOOM_INT8, LOOM_MIN, 0, world, &q[nq]));
 		START(loom_ibarrier(world, &q[nq]));
 #undef START
 		compute(0.01);
@@ -943,6 +989,7 @@ static void test_nonblocking(void)
 			if (r && !rc)
 				rc = r;
 		}
+		from_dev();
 		if (!rc) {
 			size_t k;
 			int r;
@@ -961,8 +1008,8 @@ static void test_nonblocking(void)
 		}
 		sub_result(s, rc, bad);
 		check_end("one of each non-blocking collective outstanding together");
-		free(ar); free(arr); free(bc); free(ag); free(agr);
-		free(rs); free(rsr); free(aa); free(aar); free(rd); free(rdr);
+		bfree(ar); bfree(arr); bfree(bc); bfree(ag); bfree(agr);
+		bfree(rs); bfree(rsr); bfree(aa); bfree(aar); bfree(rd); bfree(rdr);
 	}
 
 	/* progress without calls (loom.h: the caller need not call in), shown
@@ -1034,8 +1081,8 @@ static void test_nonblocking(void)
 		check_end("non-blocking operations progress in the background while the caller makes no loom call");
 		if (*mine)
 			unlink(mine);
-		free(a);
-		free(b);
+		bfree(a);
+		bfree(b);
 	}
 }
 
@@ -1194,8 +1241,8 @@ static int case_peer_lost(const char *how)
 	pass = rc == LOOM_ERR_PEER_LOST;
 	tap(pass, "rank %d dies (%s) mid-allreduce: the others' fourth allreduce gets LOOM_ERR_PEER_LOST (rank 0: %s)",
 	    victim, how, loom_strerror(rc));
-	free(a);
-	free(b);
+	bfree(a);
+	bfree(b);
 	return verdict("peer-lost", pass, "the fourth allreduce got %s", loom_strerror(rc));
 }
 
@@ -1236,20 +1283,24 @@ static int case_mismatch(const char *what)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: conformance [--quick] [--markers DIR] [--case timeout|peer-lost|mismatch]\n"
+	fprintf(f, "usage: conformance [--quick] [--device] [--markers DIR]\n"
+		   "                   [--case timeout|peer-lost|mismatch]\n"
 		   "                   [--kill exit|signal] [--mismatch count|coll|dtype|op|root]\n"
 		   "The backend comes from LOOM_BACKEND (native|mpi|nccl|auto). --markers names\n"
 		   "a directory every rank sees (needed on more than one rank: the background-\n"
-		   "progress check signals through marker files there, not through loom).\n");
+		   "progress check signals through marker files there, not through loom).\n"
+		   "--device (LOOM_BACKEND=nccl): the collectives on cudaMalloc'd buffers.\n");
 }
 
 int main(int argc, char **argv)
 {
 	const char *cse = NULL, *kill_how = "exit", *mis = "count", *e;
-	int rc, i;
+	int rc, i, want_device = 0;
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			quick = 1;
+		else if (!strcmp(argv[i], "--device"))
+			want_device = 1;
 		else if (!strcmp(argv[i], "--case") && i + 1 < argc)
 			cse = argv[++i];
 		else if (!strcmp(argv[i], "--kill") && i + 1 < argc)
@@ -1271,6 +1322,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "conformance: --case '%s': expected timeout, peer-lost or mismatch\n", cse);
 		return 2;
 	}
+	if (cse && want_device) {
+		fprintf(stderr, "conformance: --device runs the suite, not --case\n");
+		return 2;
+	}
 	if (strcmp(kill_how, "exit") && strcmp(kill_how, "signal")) {
 		fprintf(stderr, "conformance: --kill '%s': expected exit or signal\n", kill_how);
 		return 2;
@@ -1286,6 +1341,21 @@ int main(int argc, char **argv)
 	}
 	me = loom_comm_rank(world);
 	nr = loom_comm_size(world);
+	if (want_device) {
+		char why[200];
+		if (strcmp(loom_comm_backend(world), "nccl")) {
+			fprintf(stderr, "conformance: --device needs LOOM_BACKEND=nccl (the %s backend takes "
+				"host memory only)\n", loom_comm_backend(world));
+			loom_finalize(world);
+			return 2;
+		}
+		if (devbuf_start(why, sizeof why)) {
+			fprintf(stderr, "conformance: --device: %s\n", why);
+			loom_finalize(world);
+			return 2;
+		}
+		on_device = 1;
+	}
 
 	if (cse) {
 		int pass;
@@ -1306,6 +1376,9 @@ int main(int argc, char **argv)
 	setup_matrix();
 	out("# conformance backend=%s ranks=%d local=%d %s\n", backend_name, nr,
 	    loom_comm_local_size(world), quick ? "quick" : "full");
+	if (on_device)
+		out("# collectives and non-blocking checks on device buffers (CUDA device %d), the rest on host buffers\n",
+		    devbuf_device());
 	test_meta();
 	for (int t = 0; t < LOOM_DTYPE_COUNT; t++)
 		for (size_t o = 0; o < sizeof all_ops / sizeof all_ops[0]; o++)
@@ -1328,7 +1401,8 @@ int main(int argc, char **argv)
 	test_nonblocking();
 
 	out("1..%d\n", tap_n);
-	out("# conformance backend=%s ranks=%d: %d/%d passed\n", backend_name, nr, tap_pass, tap_n);
+	out("# conformance backend=%s ranks=%d%s: %d/%d passed\n", backend_name, nr,
+	    on_device ? " buffers=device" : "", tap_pass, tap_n);
 	rc = loom_finalize(world);
 	if (rc)
 		fprintf(stderr, "conformance: rank %d: loom_finalize: %s\n", me, loom_strerror(rc));
