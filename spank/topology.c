@@ -138,6 +138,7 @@ static void nvml_order(struct loom_topo *t, const char *lib)
 
 	if (!lib || !*lib || strcmp(lib, "none") == 0 || t->ngpu == 0)
 		return;
+	t->nvml_ngpu = -1;
 	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return;
@@ -147,7 +148,9 @@ static void nvml_order(struct loom_topo *t, const char *lib)
 	*(void **)&by_index = dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
 	*(void **)&pci_info = dlsym(h, "nvmlDeviceGetPciInfo_v3");
 	if (init && shutdown && count && by_index && pci_info && init() == 0) {
-		if (count(&n) == 0 && n > 0 && (int)n == t->ngpu &&
+		if (count(&n) == 0)
+			t->nvml_ngpu = (int)n;
+		if (t->nvml_ngpu > 0 && (int)n == t->ngpu &&
 		    (pci = calloc(n, sizeof *pci)) != NULL) {
 			unsigned k = 0;
 			for (unsigned i = 0; i < n; i++) {
@@ -216,6 +219,7 @@ int loom_topo_load(struct loom_topo *t, const char *root, const char *nvml_lib,
 	for (int i = 0; i < LOOM_MAX_CPUS; i++)
 		t->core_of[i] = -1;
 	strcpy(t->gpu_order, "pci");
+	t->nvml_ngpu = -2;
 #ifndef HAVE_HWLOC
 	(void)root;
 	(void)nvml_lib;

@@ -57,6 +57,8 @@ struct loom_topo {
 	loom_cpuset_t cpus;                             /* every PU */
 	int core_of[LOOM_MAX_CPUS];                     /* core of each PU, -1 none */
 	char gpu_order[16];                             /* "pci" or "nvml" */
+	int nvml_ngpu;                                  /* GPUs NVML listed; -1 NVML not loaded
+	                                                 * or not initialised, -2 not asked */
 };
 
 /* Load the topology of ROOT: "/" this machine, a path ending in .xml an

@@ -160,6 +160,7 @@ int main(void)
 		setenv("LOOM_FAKE_NVML_BUSES", "0:dd,0:cf,0:c1,0:9b,0:5f,0:51,0:41,0:19", 1);
 		is_int(load("dgx-h100.xml", lib), 0, "dgx-h100.xml loads with the fake NVML");
 		is_str(topo.gpu_order, "nvml", "fake NVML was used");
+		is_int(topo.nvml_ngpu, 8, "and the count NVML gave is kept (8)");
 		ok(topo.gpu[0].bus == 0xdd && topo.gpu[0].numa == 1 && topo.gpu[7].bus == 0x19,
 		   "GPU 0 is NVML's index 0 (bus dd, NUMA 1)");
 		run(NULL, NULL, 8, "closest", 0);
@@ -168,9 +169,13 @@ int main(void)
 		setenv("LOOM_FAKE_NVML_BUSES", "0:19", 1);
 		is_int(load("dgx-h100.xml", lib), 0, "dgx-h100.xml loads when NVML disagrees");
 		is_str(topo.gpu_order, "pci", "NVML sees another GPU count than hwloc: PCI order kept");
+		is_int(topo.nvml_ngpu, 1, "and NVML's count (1) is kept to say why");
 	}
 	is_int(load("dgx-h100.xml", "/nonexistent/libnvidia-ml.so.1"), 0, "dgx-h100.xml loads without NVML");
 	is_str(topo.gpu_order, "pci", "no NVML: PCI order");
+	is_int(topo.nvml_ngpu, -1, "no NVML: nvml_ngpu -1");
+	is_int(load("dgx-h100.xml", "none"), 0, "dgx-h100.xml loads with nvml_library none");
+	is_int(topo.nvml_ngpu, -2, "NVML not asked: nvml_ngpu -2");
 
 	/* 4 GPUs, one NUMA node */
 	if (ok(load("gpu4-1numa.xml", NULL) == 0, "gpu4-1numa.xml loads")) {
