@@ -47,5 +47,3 @@ dist_check_SCRIPTS += \
 	t/t6001-backend-mpi-adopt.t \
 	t/t6010-backend-nccl.t \
 	t/t6011-gpu-device-check.t
-# the prepared GPU check and the command that makes the build it carries
-EXTRA_DIST += t/gpu/README t/gpu/device-check.sh t/gpu/make-build.sh
