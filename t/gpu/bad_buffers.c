@@ -51,6 +51,7 @@ static void refused(int rc, const char *what)
 
 /* the driver calls the case needs; the runtime already loaded libcuda */
 typedef CUresult (*ctx_create_fn)(CUcontext *, unsigned, CUdevice);
+typedef CUresult (*ctx_create4_fn)(CUcontext *, void *, unsigned, CUdevice);
 typedef CUresult (*ctx_fn)(CUcontext);
 typedef CUresult (*ctx_pop_fn)(CUcontext *);
 typedef CUresult (*mem_alloc_fn)(CUdeviceptr *, size_t);
@@ -65,10 +66,22 @@ static void *sym(void *h, const char *name)
 	return f;
 }
 
+/* cuCtxCreate_v2, which drivers keep for older programs, else _v4 (CUDA
+ * 12.5 and later; no creation parameters: NULL) */
+static CUresult make_context(void *h, CUcontext *ctx, CUdevice dev)
+{
+	ctx_create4_fn v4;
+	ctx_create_fn v2;
+	*(void **)&v2 = dlsym(h, "cuCtxCreate_v2");
+	if (v2)
+		return v2(ctx, 0, dev);
+	*(void **)&v4 = sym(h, "cuCtxCreate_v4");
+	return v4(ctx, NULL, 0, dev);
+}
+
 static void case_another_context(void)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	ctx_create_fn ctx_create;
 	ctx_fn ctx_push, ctx_destroy;
 	ctx_pop_fn ctx_pop;
 	mem_alloc_fn mem_alloc;
@@ -77,12 +90,12 @@ static void case_another_context(void)
 	CUcontext other = NULL, popped = NULL;
 	CUdevice dev;
 	CUdeviceptr p = 0;
+	float *good = NULL;
 	int cur = 0, rc;
 	if (!h)
 		h = dlopen("libcuda.so.1", RTLD_NOW);
 	if (!h)
 		gpucheck_not_run("cannot dlopen libcuda.so.1 (the driver API): %s", dlerror());
-	*(void **)&ctx_create = sym(h, "cuCtxCreate_v2");
 	*(void **)&ctx_push = sym(h, "cuCtxPushCurrent_v2");
 	*(void **)&ctx_pop = sym(h, "cuCtxPopCurrent_v2");
 	*(void **)&ctx_destroy = sym(h, "cuCtxDestroy_v2");
@@ -90,7 +103,7 @@ static void case_another_context(void)
 	*(void **)&mem_free = sym(h, "cuMemFree_v2");
 	*(void **)&device_get = sym(h, "cuDeviceGet");
 	gpucheck_cuda(cudaGetDevice(&cur), "cudaGetDevice");
-	if (device_get(&dev, cur) != CUDA_SUCCESS || ctx_create(&other, 0, dev) != CUDA_SUCCESS)
+	if (device_get(&dev, cur) != CUDA_SUCCESS || make_context(h, &other, dev) != CUDA_SUCCESS)
 		gpucheck_not_run("cannot create a second CUDA context on device %d", cur);
 	/* cuCtxCreate made it current: allocate there, then back to the runtime's */
 	if (mem_alloc(&p, N * sizeof(float)) != CUDA_SUCCESS)
@@ -105,8 +118,12 @@ static void case_another_context(void)
 			      e == cudaSuccess ? at.device : -1, e == cudaSuccess ? at.devicePointer : NULL);
 		cudaGetLastError();
 	}
-	rc = loom_allreduce((void *)p, (void *)p, N, LOOM_FLOAT32, LOOM_SUM, world);
-	refused(rc, "allreduce on another context's device buffer");
+	/* out of place into a good buffer: a send that is not refused is then
+	 * read by NCCL (an in-place allreduce of one rank may touch nothing) */
+	gpucheck_cuda(cudaMalloc((void **)&good, N * sizeof(float)), "cudaMalloc (recv)");
+	rc = loom_allreduce((void *)p, good, N, LOOM_FLOAT32, LOOM_SUM, world);
+	refused(rc, "allreduce from another context's device buffer");
+	cudaFree(good);
 	still_works("the refusal");
 	ctx_push(other);
 	mem_free(p);
