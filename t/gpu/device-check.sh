@@ -42,10 +42,11 @@ run_part() {
 	fi
 	[ "$secs" -gt "$left" ] && secs=$left
 	say "-- $name: timeout $secs $*"
-	timeout "$secs" "$@" >"$out/part.out" 2>&1 && rc=0 || rc=$?
+	# -k: a program stuck in the driver may not die of SIGTERM
+	timeout -k 5 "$secs" "$@" >"$out/part.out" 2>&1 && rc=0 || rc=$?
 	cat "$out/part.out" >>"$log"
 	grep -E "^(not ok|# conformance|mpi_check summary)" "$out/part.out" | head -20
-	if [ "$rc" = 124 ]; then part "$name" FAIL "timed out after ${secs}s"
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then part "$name" FAIL "timed out after ${secs}s"
 	elif [ "$rc" = 77 ]; then part "$name" "NOT RUN" "$(sed -n 's/.*NOT RUN: //p' "$out/part.out" | tail -1)"
 	elif [ "$rc" != 0 ]; then part "$name" FAIL "exit $rc: $(grep -E '^not ok|FAIL' "$out/part.out" | head -1)"
 	elif ! grep -Eq "$pat" "$out/part.out"; then part "$name" FAIL "no line /$pat/"
