@@ -239,4 +239,14 @@ int ckpt_write_small(const char *dir, const char *name, const char *text);
 #define CKPT_REQUEUE_FILE ".loom-requeue"
 long long ckpt_read_latest(const char *dir);
 
+/* DIR/.loom-save-times: "loom-save-times 1", then one line per committed
+ * save, oldest first, the last CKPT_TIMES_KEEP: "step=N seconds=S
+ * bytes=N" (total_s, the checkpoint's bytes). Read by loom.so for
+ * --loom-ckpt-signal=SIG@auto; rank 0 appends after each commit. */
+#define CKPT_TIMES_FILE ".loom-save-times"
+#define CKPT_TIMES_HEADER "loom-save-times 1"
+#define CKPT_TIMES_KEEP 8
+#define CKPT_TIMES_MAX 2048
+int ckpt_times_record(const char *dir, long long step, double seconds, unsigned long long bytes);
+
 #endif
