@@ -23,6 +23,7 @@ cat >"$A/job.sh" <<EOS
 #!/bin/sh
 export LOOM_DEBUG=info CKPT_DRIVE_SAVE_EVERY=20
 r=\${SLURM_RESTART_COUNT:-0}
+export LOOM_METRICS_FILE="$A/m-\$r-%r.prom"
 steps=100000
 if [ "\$r" -ge 2 ]; then
 	steps=\$((\$(sed 's/^step-//' "$A/ck/\$SLURM_JOB_ID/latest") + 30))
@@ -50,6 +51,18 @@ test_expect_success 'a time-limited job with slow saves: signalled early enough 
 		test -n "$s" && test $(grep -c "^rank [0-3] resumed at step $s wrong 0$" "$A/job.out") = 4 || exit 1
 	done &&
 	! grep -q "TIMEOUT\|DUE TO TIME LIMIT" "$A/job.out"
+'
+
+test_expect_success 'the stop checkpoints in the metrics: reason=timelimit in the two limited runs, none in the last' '
+	prom="python3 $LOOM_SRC_DIR/t/lib/promtext.py" &&
+	for r in 0 1 2; do
+		want=1 && test $r = 2 && want=0
+		for k in 0 1 2 3; do
+			f=$A/m-$r-$k.prom && $prom "$f" >/dev/null &&
+			test "$($prom "$f" loom_checkpoint_stops_total comm=world reason=timelimit)" = $want &&
+			test "$($prom "$f" loom_checkpoint_stops_total comm=world reason=preempt)" = 0 || exit 1
+		done
+	done
 '
 
 test_expect_success 'no history at the first start: the default 60 s, said so' '

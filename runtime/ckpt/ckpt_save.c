@@ -249,7 +249,8 @@ int loom_ckpt_request_requeue(const char *dir, long long step, int signal)
 	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n"
 		 "reason=%s\n", job, restart && *restart ? restart : "0",
 		 sstep && *sstep ? sstep : "none", step, ck_sig_name(signal),
-		 signal == SIGTERM ? "preempt" : "timelimit");
+		 loom_metrics_stop_name(signal == SIGTERM ? LOOM_METRIC_STOP_PREEMPT
+							  : LOOM_METRIC_STOP_TIMELIMIT));
 	if (ckpt_write_small(dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS) {
 		LOOM_ERR("ckpt: cannot write %s/%s (%s): the job will not be requeued",
 			 dir, CKPT_REQUEUE_FILE, strerror(errno));
@@ -312,6 +313,9 @@ out:
 	ck->st.mode = op.independent ? LOOM_CKPT_INDEPENDENT : LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS)
 		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
+	if (rc == LOOM_SUCCESS && ck->stopped)
+		loom_metrics_checkpoint_stop(ck->comm->metrics, ck->stopped == SIGTERM
+					     ? LOOM_METRIC_STOP_PREEMPT : LOOM_METRIC_STOP_TIMELIMIT);
 	if (rc == LOOM_SUCCESS && ck->rank == 0) {
 		/* for loom.so's SIG@auto; best effort (warned), the save stands */
 		unsigned long long all = 0;
