@@ -230,6 +230,12 @@ int ckpt_rmtree(const char *dir, const char *name);
 /* keep the `keep` highest committed steps, remove the others and the
  * leftovers of crashed saves and writers */
 int ckpt_prune(const char *dir, int keep, long long just_committed);
+/* the same, but the old steps are only renamed to .prune-step-N (quick:
+ * no longer loadable) and left there; ckpt_prune_sweep removes every
+ * .prune-step-N of ours (the commit's sweep runs it in the background:
+ * nothing a save or load uses has such a name) */
+int ckpt_prune_mark(const char *dir, int keep, long long just_committed);
+int ckpt_prune_sweep(const char *dir);
 /* DIR/latest: "step-<N>\n" replaced atomically; read: -1 when absent */
 int ckpt_write_latest(const char *dir, long long step);
 /* NAME in DIR replaced atomically by TEXT (fsynced) */
