@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <slurm/slurm.h>
@@ -13,6 +14,8 @@
 
 #include "loom_spank.h"
 #include "options.h"
+#include "save_times.h"
+#include "strbuf.h"
 
 /* a year away counts as no limit (Slurm reports INFINITE as far future) */
 #define NO_LIMIT_AFTER (365L * 24 * 3600)
@@ -44,8 +47,15 @@ static struct {
 	int running, stop, fired;
 	int looked;             /* the first look is made once per step */
 	uint32_t job, step;
-	int sig, seconds;
+	int sig, seconds;       /* seconds: the lead time (@auto: the one chosen last) */
+	int is_auto;            /* SIG@auto */
 	time_t first_wait;      /* from the first look, made by start */
+	/* @auto: where the save times are, as whom to read them, and the
+	 * last reason logged (each change of lead or reason is logged once) */
+	char dir[LOOM_CKPT_PATH_MAX];
+	struct loom_user_ids ids;
+	gid_t groups[64];
+	char said[2700];
 } T = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static const char *signame(int sig, char *buf, size_t len)
@@ -73,6 +83,49 @@ static int nap(time_t secs)
 	return stop;
 }
 
+/* @auto: the lead time from DIR/.loom-save-times, read as the job's user
+ * (root never opens what the user controls), into T.seconds; the reason
+ * logged whenever it changes */
+static void auto_lead(void)
+{
+	char text[LOOM_SAVE_TIMES_MAX + 1], err[1200], why[2600], sn[32];
+	struct loom_save_times st;
+	int r = loom_user_file_read_as(T.dir, LOOM_SAVE_TIMES_FILE, &T.ids, text, sizeof text, err,
+				       sizeof err), lead = LOOM_CKPT_SIGNAL_DEFAULT_SECONDS, bad = 0;
+	if (r > 0 && loom_save_times_parse(text, &st, err, sizeof err) < 0)
+		r = -1;
+	if (r < 0) {
+		loom_log_clean(err);
+		snprintf(why, sizeof why, "the save times %s/%s are unusable (%s): ignored, the "
+			 "default %d s", T.dir, LOOM_SAVE_TIMES_FILE, err, lead);
+		bad = 1;
+	} else if (r == 0 || st.n == 0) {
+		snprintf(why, sizeof why, "no save recorded yet in %s/%s: the default %d s", T.dir,
+			 LOOM_SAVE_TIMES_FILE, lead);
+	} else {
+		lead = loom_auto_lead(&st);
+		snprintf(why, sizeof why, "the slowest of the last %d saves (step %lld) took %.2f s "
+			 "for %llu bytes: max(%d s, ceil(%.0f x %.2f s + %.0f s)) = %d s", st.n,
+			 st.slowest_step, st.slowest_s, st.slowest_bytes, LOOM_AUTO_FLOOR_S,
+			 LOOM_AUTO_FACTOR, st.slowest_s, LOOM_AUTO_MARGIN_S, lead);
+	}
+	T.seconds = lead;      /* only the thread that looks uses it */
+	signame(T.sig, sn, sizeof sn);
+	/* said when the lead time or the kind of reason changes, not at
+	 * every look (a garbage file: when what is wrong with it changes) */
+	char key[sizeof T.said];
+	snprintf(key, sizeof key, "%d %s", lead, bad ? why : r > 0 && st.n ? "measured" : "none");
+	if (strcmp(key, T.said)) {
+		snprintf(T.said, sizeof T.said, "%s", key);
+		if (bad)
+			slurm_error(LOOM_PREFIX "step %u.%u: --loom-ckpt-signal=%s@auto: lead time %d s: "
+				    "%s", T.job, T.step, sn + 3 * !strncmp(sn, "SIG", 3), lead, why);
+		else
+			slurm_info(LOOM_PREFIX "step %u.%u: --loom-ckpt-signal=%s@auto: lead time %d s: "
+				   "%s", T.job, T.step, sn + 3 * !strncmp(sn, "SIG", 3), lead, why);
+	}
+}
+
 /* One look at the end time. Returns what to do; *wait when WAIT. */
 static enum loom_timer_action look(int first, time_t *wait)
 {
@@ -81,6 +134,8 @@ static enum loom_timer_action look(int first, time_t *wait)
 	enum loom_timer_action a;
 
 	signame(T.sig, sn, sizeof sn);
+	if (T.is_auto)
+		auto_lead();
 	if (slurm_get_end_time(T.job, &end) != SLURM_SUCCESS) {
 		slurm_info(LOOM_PREFIX "job %u: cannot get its end time (%s); asking again in 60 s",
 			   T.job, slurm_strerror(slurm_get_errno()));
@@ -89,12 +144,15 @@ static enum loom_timer_action look(int first, time_t *wait)
 	}
 	now = time(NULL);
 	a = loom_timer_next(now, end, T.seconds, first, wait);
+	/* @auto: a save made meanwhile may change the lead time */
+	if (a == LOOM_TIMER_WAIT && T.is_auto && *wait > LOOM_TIMER_AUTO_RECHECK)
+		*wait = LOOM_TIMER_AUTO_RECHECK;
 	if (a == LOOM_TIMER_TOO_LATE)
-		slurm_error(LOOM_PREFIX "--loom-ckpt-signal=%s@%d: step %u.%u started %ld s before "
+		slurm_error(LOOM_PREFIX "--loom-ckpt-signal=%s@%s%d: step %u.%u started %ld s before "
 			    "the job's time limit, inside the signal window: no %s will come "
 			    "(ask for a longer --time or fewer SECONDS)",
-			    sn + (strncmp(sn, "SIG", 3) ? 0 : 3), T.seconds, T.job, T.step,
-			    (long)(end - now), sn);
+			    sn + (strncmp(sn, "SIG", 3) ? 0 : 3), T.is_auto ? "auto, lead " : "",
+			    T.seconds, T.job, T.step, (long)(end - now), sn);
 	return a;
 }
 
@@ -107,8 +165,8 @@ static void fire(void)
 			    T.job, T.step, sn, slurm_strerror(slurm_get_errno()));
 		return;
 	}
-	slurm_info(LOOM_PREFIX "step %u.%u: sent %s, %d s before the time limit", T.job, T.step,
-		   sn, T.seconds);
+	slurm_info(LOOM_PREFIX "step %u.%u: sent %s, %d s before the time limit%s", T.job, T.step,
+		   sn, T.seconds, T.is_auto ? " (@auto)" : "");
 	pthread_mutex_lock(&T.mu);
 	T.fired = 1;
 	pthread_mutex_unlock(&T.mu);
@@ -128,8 +186,8 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, char *err,
-			  size_t errlen)
+int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, const char *dir,
+			  const struct loom_user_ids *ids, char *err, size_t errlen)
 {
 	pthread_condattr_t ca;
 	int rc;
@@ -140,8 +198,18 @@ int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, cha
 	T.job = job;
 	T.step = step;
 	T.sig = sig;
-	T.seconds = seconds;
+	T.is_auto = seconds == LOOM_CKPT_SIGNAL_AUTO;
+	T.seconds = T.is_auto ? LOOM_CKPT_SIGNAL_DEFAULT_SECONDS : seconds;
 	T.stop = T.fired = 0;
+	T.said[0] = '\0';
+	if (T.is_auto) {
+		int n = ids->ngroups < 64 ? ids->ngroups : 64;  /* Slurm's list, copied */
+		snprintf(T.dir, sizeof T.dir, "%s", dir);
+		T.ids = *ids;
+		memcpy(T.groups, ids->groups, sizeof T.groups[0] * (size_t)(n > 0 ? n : 0));
+		T.ids.groups = T.groups;
+		T.ids.ngroups = n;
+	}
 	/* The first look is made here, before the tasks are let go: a
 	 * refusal is then logged while the step's output is still open (a
 	 * task that ends at once would otherwise take it away first). */

@@ -203,18 +203,21 @@ static int first_node(spank_t sp)
 
 /* slurmstepd, root, once per task after the fork: the time-limit signal
  * is armed once per step, on its first node */
+static int job_user(spank_t sp, struct loom_user_ids *ids);
+
 int loom_remote_task_post_fork(spank_t sp)
 {
 	uint32_t job = 0, step = 0;
+	struct loom_user_ids ids;
 	char err[256];
 
 	if (!loom_eff.ckpt_signal || !regular_step(sp) || !first_node(sp))
 		return 0;
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || job_user(sp, &ids) < 0)
 		return 0;
 	if (loom_ckpt_timer_start(job, step, loom_eff.ckpt_signal, loom_eff.ckpt_signal_seconds,
-				  err, sizeof err) < 0)
+				  loom_eff.ckpt_dir, &ids, err, sizeof err) < 0)
 		slurm_error(LOOM_PREFIX "%s", err);
 	return 0;
 }
@@ -517,7 +520,8 @@ int loom_remote_task_init(spank_t sp)
 		snprintf(buf, sizeof buf, "%d", loom_eff.ckpt_signal);
 		spank_setenv(sp, "LOOM_CKPT_SIGNAL", name ? name : buf, 1);
 		snprintf(buf, sizeof buf, "%d", loom_eff.ckpt_signal_seconds);
-		spank_setenv(sp, "LOOM_CKPT_SIGNAL_SECONDS", buf, 1);
+		spank_setenv(sp, "LOOM_CKPT_SIGNAL_SECONDS",
+			     loom_eff.ckpt_signal_seconds == LOOM_CKPT_SIGNAL_AUTO ? "auto" : buf, 1);
 	}
 	if (!regular_step(sp))
 		return 0;

@@ -21,6 +21,7 @@ spank_libloomspank_la_SOURCES = \
 	spank/ckpt_dir.c spank/ckpt_dir.h \
 	spank/flight_dir.c spank/flight_dir.h \
 	spank/ckpt_timer.c spank/ckpt_timer.h \
+	spank/save_times.c spank/save_times.h \
 	spank/requeue.c spank/requeue.h \
 	spank/topology.c spank/topology.h \
 	spank/affinity.c spank/affinity.h \

@@ -278,7 +278,7 @@ const char *loom_signal_name(int sig)
 	return NULL;
 }
 
-#define SIG_ALLOWED "SIG[@SECONDS]: SIG a signal name (USR1, USR2, TERM, INT, HUP, ...) or number 1-64 other than KILL(9) and STOP(19), SECONDS 0-65535"
+#define SIG_ALLOWED "SIG[@SECONDS|@auto]: SIG a signal name (USR1, USR2, TERM, INT, HUP, ...) or number 1-64 other than KILL(9) and STOP(19), SECONDS 0-65535 or auto (from the measured save time)"
 
 int loom_parse_ckpt_signal(const char *s, int *sig, int *seconds, const char *label,
 			   char *err, size_t errlen)
@@ -312,7 +312,9 @@ int loom_parse_ckpt_signal(const char *s, int *sig, int *seconds, const char *la
 			goto bad;
 	}
 	v = LOOM_CKPT_SIGNAL_DEFAULT_SECONDS;
-	if (at && loom_parse_uint(at + 1, 0, 65535, &v) < 0)
+	if (at && !strcasecmp(at + 1, "auto"))
+		v = LOOM_CKPT_SIGNAL_AUTO;
+	else if (at && loom_parse_uint(at + 1, 0, 65535, &v) < 0)
 		goto bad;
 	*sig = signo;
 	*seconds = (int)v;

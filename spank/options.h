@@ -81,6 +81,8 @@ const char *loom_signal_name(int sig);
 int loom_parse_uint(const char *s, long lo, long hi, long *out);
 
 #define LOOM_CKPT_SIGNAL_DEFAULT_SECONDS 60
+/* ckpt_signal_seconds of SIG@auto: the lead time from the save times */
+#define LOOM_CKPT_SIGNAL_AUTO (-1)
 
 /* Options the user gave (a bit per enum loom_opt_id in user_set) that do
  * nothing with the effective options o: one line each into warn, naming

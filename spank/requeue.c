@@ -116,13 +116,13 @@ bad:
  * the parent (the child only calls async-signal-safe functions) */
 enum rq_stage { RQ_OK, RQ_ABSENT, RQ_IDS, RQ_DIR, RQ_OPEN, RQ_NOTREG, RQ_BIG, RQ_READ, RQ_UNLINK };
 
-static enum rq_stage rq_open(const char *dir, int *fd)
+static enum rq_stage rq_open(const char *dir, const char *name, int *fd)
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	*fd = -1;
 	if (dfd < 0)
 		return RQ_DIR;
-	*fd = openat(dfd, LOOM_REQUEUE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	*fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	close(dfd);
 	if (*fd < 0)
 		return errno == ENOENT ? RQ_ABSENT : RQ_OPEN;
@@ -130,12 +130,13 @@ static enum rq_stage rq_open(const char *dir, int *fd)
 }
 
 /* the request's bytes into text (at most len-1, terminated); *n bytes */
-static enum rq_stage rq_read(const char *dir, char *text, size_t len, size_t *n, int *e)
+static enum rq_stage rq_read(const char *dir, const char *name, char *text, size_t len, size_t *n,
+			     int *e)
 {
 	struct stat st;
 	ssize_t got;
 	int fd;
-	enum rq_stage s = rq_open(dir, &fd);
+	enum rq_stage s = rq_open(dir, name, &fd);
 	*n = 0;
 	*e = errno;
 	if (s != RQ_OK)
@@ -158,9 +159,9 @@ static enum rq_stage rq_read(const char *dir, char *text, size_t len, size_t *n,
 	return RQ_OK;
 }
 
-static int rq_say(enum rq_stage s, int e, const char *dir, size_t len, char *err, size_t errlen)
+static int rq_say(enum rq_stage s, int e, const char *dir, const char *f, size_t len, char *err,
+		  size_t errlen)
 {
-	const char *f = LOOM_REQUEUE_FILE;
 	switch (s) {
 	case RQ_OK: return 1;
 	case RQ_ABSENT: return 0;
@@ -182,8 +183,8 @@ int loom_requeue_read(const char *dir, char *text, size_t len, char *err, size_t
 {
 	size_t n;
 	int e;
-	enum rq_stage s = rq_read(dir, text, len, &n, &e);
-	return rq_say(s, e, dir, len, err, errlen);
+	enum rq_stage s = rq_read(dir, LOOM_REQUEUE_FILE, text, len, &n, &e);
+	return rq_say(s, e, dir, LOOM_REQUEUE_FILE, len, err, errlen);
 }
 
 /* the child's answer: then n bytes of text */
@@ -202,8 +203,8 @@ static int become(const struct loom_user_ids *ids)
 	return 0;
 }
 
-static void child(int out, const struct loom_user_ids *ids, const char *dir, int remove,
-		  char *text, size_t len)
+static void child(int out, const struct loom_user_ids *ids, const char *dir, const char *name,
+		  int remove, char *text, size_t len)
 {
 	struct rq_reply r = { RQ_OK, 0, 0 };
 	if (become(ids) < 0) {
@@ -213,12 +214,12 @@ static void child(int out, const struct loom_user_ids *ids, const char *dir, int
 		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
 			r.stage = RQ_DIR;
-		} else if (unlinkat(dfd, LOOM_REQUEUE_FILE, 0) < 0 && errno != ENOENT) {
+		} else if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT) {
 			r.stage = RQ_UNLINK;
 		}
 		r.err = errno;
 	} else {
-		r.stage = (int)rq_read(dir, text, len, &r.n, &r.err);
+		r.stage = (int)rq_read(dir, name, text, len, &r.n, &r.err);
 	}
 	if (write(out, &r, sizeof r) == (ssize_t)sizeof r && r.n)
 		(void)!write(out, text, r.n);
@@ -248,8 +249,8 @@ static int read_until(int fd, void *buf, size_t n, const struct timespec *end)
 	return 0;
 }
 
-static int as_user(const char *dir, const struct loom_user_ids *ids, int remove, char *text,
-		   size_t len, char *err, size_t errlen)
+static int as_user(const char *dir, const char *name, const struct loom_user_ids *ids, int remove,
+		   char *text, size_t len, char *err, size_t errlen)
 {
 	struct rq_reply r;
 	struct timespec end;
@@ -268,7 +269,7 @@ static int as_user(const char *dir, const struct loom_user_ids *ids, int remove,
 	}
 	if (pid == 0) {
 		close(pfd[0]);
-		child(pfd[1], ids, dir, remove, text, len);
+		child(pfd[1], ids, dir, name, remove, text, len);
 	}
 	close(pfd[1]);
 	clock_gettime(CLOCK_MONOTONIC, &end);
@@ -284,31 +285,37 @@ static int as_user(const char *dir, const struct loom_user_ids *ids, int remove,
 		;
 	if (rc == -2) {
 		snprintf(err, errlen, "%s/%s: no answer within %d s from the child reaching it as uid "
-			 "%u (a hung file system?)", dir, LOOM_REQUEUE_FILE, LOOM_REQUEUE_TIMEOUT_S,
+			 "%u (a hung file system?)", dir, name, LOOM_REQUEUE_TIMEOUT_S,
 			 (unsigned)ids->uid);
 		return -1;
 	}
 	if (rc < 0) {
 		snprintf(err, errlen, "%s/%s: the child reaching it as uid %u ended without an answer",
-			 dir, LOOM_REQUEUE_FILE, (unsigned)ids->uid);
+			 dir, name, (unsigned)ids->uid);
 		return -1;
 	}
 	if (!remove)
 		text[r.n] = '\0';
-	return rq_say((enum rq_stage)r.stage, r.err, dir, len, err, errlen);
+	return rq_say((enum rq_stage)r.stage, r.err, dir, name, len, err, errlen);
+}
+
+int loom_user_file_read_as(const char *dir, const char *name, const struct loom_user_ids *ids,
+			   char *text, size_t len, char *err, size_t errlen)
+{
+	return as_user(dir, name, ids, 0, text, len, err, errlen);
 }
 
 int loom_requeue_read_as(const char *dir, const struct loom_user_ids *ids, char *text, size_t len,
 			 char *err, size_t errlen)
 {
-	return as_user(dir, ids, 0, text, len, err, errlen);
+	return as_user(dir, LOOM_REQUEUE_FILE, ids, 0, text, len, err, errlen);
 }
 
 int loom_requeue_remove_as(const char *dir, const struct loom_user_ids *ids, char *err,
 			   size_t errlen)
 {
 	char none[2];
-	return as_user(dir, ids, 1, none, sizeof none, err, errlen) < 0 ? -1 : 0;
+	return as_user(dir, LOOM_REQUEUE_FILE, ids, 1, none, sizeof none, err, errlen) < 0 ? -1 : 0;
 }
 
 int loom_requeue_ours(const struct loom_requeue_req *req, const struct loom_job_view *job)

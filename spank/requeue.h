@@ -47,6 +47,10 @@ struct loom_user_ids {
 #define LOOM_REQUEUE_TIMEOUT_S 10
 int loom_requeue_read_as(const char *dir, const struct loom_user_ids *ids, char *text, size_t len,
 			 char *err, size_t errlen);
+/* The same for any small file NAME of the user's in DIR (the save times
+ * of --loom-ckpt-signal=SIG@auto) */
+int loom_user_file_read_as(const char *dir, const char *name, const struct loom_user_ids *ids,
+			   char *text, size_t len, char *err, size_t errlen);
 /* Remove DIR/.loom-requeue the same way (a request is acted on once):
  * 0 (also when absent), -1 with err */
 int loom_requeue_remove_as(const char *dir, const struct loom_user_ids *ids, char *err,

@@ -86,8 +86,8 @@ static struct spank_option loom_options[] = {
 	{ "loom-ckpt", "DIR",
 	  "[loom] checkpoint directory (exported as LOOM_CKPT_DIR)",
 	  1, LOOM_OPT_CKPT, opt_cb },
-	{ "loom-ckpt-signal", "SIG[@SECONDS]",
-	  "[loom] checkpoint signal and seconds before the time limit (default @60)",
+	{ "loom-ckpt-signal", "SIG[@SECONDS|@auto]",
+	  "[loom] checkpoint signal and seconds before the time limit (default @60; @auto: from the measured save time)",
 	  1, LOOM_OPT_CKPT_SIGNAL, opt_cb },
 	SPANK_OPTIONS_TABLE_END
 };

@@ -21,7 +21,7 @@ test_expect_success 'bad --loom-gpus-per-task' '
 		srun -N1 -n1 --loom-gpus-per-task=0 true
 '
 test_expect_success 'bad --loom-ckpt-signal' '
-	test_must_fail_with "loom: --loom-ckpt-signal=.KILL@10. is not SIG\[@SECONDS\]" \
+	test_must_fail_with "loom: --loom-ckpt-signal=.KILL@10. is not SIG\[@SECONDS\|@auto\]" \
 		srun -N1 -n1 --loom-ckpt-signal=KILL@10 true
 '
 test_expect_success 'relative --loom-ckpt' '

@@ -230,6 +230,12 @@ int ckpt_rmtree(const char *dir, const char *name);
 /* keep the `keep` highest committed steps, remove the others and the
  * leftovers of crashed saves and writers */
 int ckpt_prune(const char *dir, int keep, long long just_committed);
+/* the same, but the old steps are only renamed to .prune-step-N (quick:
+ * no longer loadable) and left there; ckpt_prune_sweep removes every
+ * .prune-step-N of ours (the commit's sweep runs it in the background:
+ * nothing a save or load uses has such a name) */
+int ckpt_prune_mark(const char *dir, int keep, long long just_committed);
+int ckpt_prune_sweep(const char *dir);
 /* DIR/latest: "step-<N>\n" replaced atomically; read: -1 when absent */
 int ckpt_write_latest(const char *dir, long long step);
 /* NAME in DIR replaced atomically by TEXT (fsynced) */
@@ -238,5 +244,15 @@ int ckpt_write_small(const char *dir, const char *name, const char *text);
  * the job (docs/environment.md, "Requeue after a checkpoint") */
 #define CKPT_REQUEUE_FILE ".loom-requeue"
 long long ckpt_read_latest(const char *dir);
+
+/* DIR/.loom-save-times: "loom-save-times 1", then one line per committed
+ * save, oldest first, the last CKPT_TIMES_KEEP: "step=N seconds=S
+ * bytes=N" (total_s, the checkpoint's bytes). Read by loom.so for
+ * --loom-ckpt-signal=SIG@auto; rank 0 appends after each commit. */
+#define CKPT_TIMES_FILE ".loom-save-times"
+#define CKPT_TIMES_HEADER "loom-save-times 1"
+#define CKPT_TIMES_KEEP 8
+#define CKPT_TIMES_MAX 2048
+int ckpt_times_record(const char *dir, long long step, double seconds, unsigned long long bytes);
 
 #endif

@@ -154,6 +154,7 @@ int ck_bg_start(loom_ckpt_t *ck, long long step)
 	/* the shadow: ck's settings, the copy's table, the duplicated comm */
 	bg->h.comm = bg->comm;
 	bg->h.dir = ck->dir;
+	bg->h.sweep = ck->sweep;
 	bg->h.rank = ck->rank;
 	bg->h.size = ck->size;
 	bg->h.keep = ck->keep;

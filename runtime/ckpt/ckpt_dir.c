@@ -183,7 +183,21 @@ static int leftover(const char *name)
 	       !strncmp(name, ".replaced-step-", 15);
 }
 
+static int prune(const char *dir, int keep, long long just_committed, int remove);
+
 int ckpt_prune(const char *dir, int keep, long long just_committed)
+{
+	return prune(dir, keep, just_committed, 1);
+}
+
+int ckpt_prune_mark(const char *dir, int keep, long long just_committed)
+{
+	return prune(dir, keep, just_committed, 0);
+}
+
+/* remove 0: the old steps are only renamed .prune-step-N (no longer
+ * checkpoints), and those are left for ckpt_prune_sweep */
+static int prune(const char *dir, int keep, long long just_committed, int remove)
 {
 	long long *v;
 	int n, dfd, rc = ckpt_list_steps(dir, &v, &n);
@@ -204,7 +218,7 @@ int ckpt_prune(const char *dir, int keep, long long just_committed)
 		 * there in between stays, with a warning) */
 		snprintf(p, sizeof p, "step-%lld", v[i]);
 		snprintf(q, sizeof q, ".prune-step-%lld", v[i]);
-		if (own_dir_entry(dfd, dir, p) && renameat(dfd, p, dfd, q) == 0)
+		if (own_dir_entry(dfd, dir, p) && renameat(dfd, p, dfd, q) == 0 && remove)
 			rmtree_at(dfd, dir, q);
 	}
 	free(v);
@@ -218,7 +232,8 @@ int ckpt_prune(const char *dir, int keep, long long just_committed)
 	while ((e = readdir(d))) {
 		struct stat st;
 		if (leftover(e->d_name)) {
-			if (own_dir_entry(dfd, dir, e->d_name))
+			if ((remove || strncmp(e->d_name, ".prune-step-", 12)) &&
+			    own_dir_entry(dfd, dir, e->d_name))
 				rmtree_at(dfd, dir, e->d_name);
 		} else if (stale_small_tmp(e->d_name) &&
 			   fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -227,6 +242,23 @@ int ckpt_prune(const char *dir, int keep, long long just_committed)
 		}
 	}
 	fsync(dfd);
+	closedir(d);
+	return LOOM_SUCCESS;
+}
+
+int ckpt_prune_sweep(const char *dir)
+{
+	int dfd = open_dir(dir);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *e;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return LOOM_ERR_IO;
+	}
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, ".prune-step-", 12) && own_dir_entry(dfd, dir, e->d_name))
+			rmtree_at(dfd, dir, e->d_name);
 	closedir(d);
 	return LOOM_SUCCESS;
 }

@@ -103,6 +103,9 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 		free(ck);
 		return rc;
 	}
+	/* rank 0's sweep of pruned steps; without it they are removed inline */
+	if (ck->rank == 0)
+		ck->sweep = calloc(1, sizeof *ck->sweep);
 	/* a request of an earlier run of this job has been acted on */
 	if (ck->rank == 0) {
 		char p[4200];
@@ -150,6 +153,8 @@ int loom_ckpt_close(loom_ckpt_t *ck)
 	if (!ck)
 		return LOOM_ERR_INVALID;
 	rc = ck_bg_free(ck); /* the save in flight ends first */
+	ck_sweep_join(ck);
+	free(ck->sweep);
 	ck_signals_remove();
 	for (int i = 0; i < ck->nt; i++)
 		free(ck->t[i].b);

@@ -29,6 +29,7 @@ struct loom_ckpt {
 	int stopped;       /* the signal number agreed on by should_stop */
 	int async;         /* loom_ckpt_set_async, LOOM_CKPT_ASYNC */
 	struct ck_bg *bg;  /* the background save (ckpt_async.c); NULL before the first */
+	struct ck_sweep *sweep; /* rank 0: removing pruned steps (ckpt_save.c) */
 };
 
 /* ---- ckpt_signal.c ---- */
@@ -67,6 +68,16 @@ typedef struct {
 } ck_op_t;
 
 /* ---- ckpt_save.c ---- */
+/* rank 0 removes what a commit pruned (.prune-step-N) in a thread of its
+ * own, so that no rank waits for the deletion of an old checkpoint (it
+ * may overlap the next save: nothing else has such a name); one at a
+ * time, joined at close */
+struct ck_sweep {
+	pthread_t th;
+	int active;
+	char *dir;
+};
+void ck_sweep_join(loom_ckpt_t *ck);
 /* the whole save on ck's communicator, blocking (also the writer thread's) */
 int ck_save_now(loom_ckpt_t *ck, long long step);
 
@@ -108,9 +119,11 @@ void ck_sums_feed(const ckpt_plan_t *p, ck_sums_t *s, const char *buf, uint64_t 
 /* write (or read) the window [lo, hi) of the virtual space to op's files */
 int ck_window_io(const ck_op_t *op, char *buf, uint64_t lo, uint64_t hi, int writing,
 		 char *why, size_t whylen);
-/* independent mode: every rank sums the chunks it owns (op->owner) from
- * memory; aggregators read back the rest of their domains */
-void ck_own_sums(loom_ckpt_t *ck, ck_op_t *op);
+/* independent mode: every rank writes its own runs and sums the chunks it
+ * owns (op->owner) from memory as it writes them (the first local
+ * failure into op->io_rc); aggregators read back the rest of their
+ * domains */
+void ck_write_own(loom_ckpt_t *ck, ck_op_t *op);
 int ck_readback_sums(ck_op_t *op);
 
 /* A window hashed and written by a thread while the next one is

@@ -94,21 +94,6 @@ static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp, const char 
 	return ck_agree(ck, rc);
 }
 
-/* independent mode: every rank writes its own runs */
-static void write_own_runs(loom_ckpt_t *ck, ck_op_t *op)
-{
-	const ckpt_plan_t *p = &op->p;
-	for (long i = 0; i < p->nruns[ck->rank] && !op->io_rc; i++) {
-		const ckpt_vrun_t *r = &p->runs[ck->rank][i];
-		if (ck_pwrite_all(op->fds[r->tensor], ck_run_ptr(ck, r, r->v), r->len,
-				  r->v - p->base[r->tensor]) != 0) {
-			snprintf(op->why, sizeof op->why, "write %s: %s", op->fnames[r->tensor],
-				 strerror(errno));
-			op->io_rc = LOOM_ERR_IO;
-		}
-	}
-}
-
 /* a local I/O failure, said where it happened, becomes everyone's */
 static int agree_io(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
@@ -125,8 +110,7 @@ static int save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 		if ((rc = ck_exchange(ck, op, 1)))
 			return rc;
 	} else {
-		write_own_runs(ck, op);
-		ck_own_sums(ck, op);
+		ck_write_own(ck, op);
 	}
 	for (int i = 0; i < ck->nt && !op->io_rc; i++)
 		if (op->fds[i] >= 0 && fsync(op->fds[i]) != 0) {
@@ -249,7 +233,8 @@ int loom_ckpt_request_requeue(const char *dir, long long step, int signal)
 	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n"
 		 "reason=%s\n", job, restart && *restart ? restart : "0",
 		 sstep && *sstep ? sstep : "none", step, ck_sig_name(signal),
-		 signal == SIGTERM ? "preempt" : "timelimit");
+		 loom_metrics_stop_name(signal == SIGTERM ? LOOM_METRIC_STOP_PREEMPT
+							  : LOOM_METRIC_STOP_TIMELIMIT));
 	if (ckpt_write_small(dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS) {
 		LOOM_ERR("ckpt: cannot write %s/%s (%s): the job will not be requeued",
 			 dir, CKPT_REQUEUE_FILE, strerror(errno));
@@ -271,7 +256,39 @@ static void requeue_request(loom_ckpt_t *ck, long long step)
 	loom_ckpt_request_requeue(ck->dir, step, ck->stopped);
 }
 
-/* rank 0: manifest, rename, latest, prune, requeue request */
+static void *sweep_main(void *arg)
+{
+	struct ck_sweep *s = arg;
+	ckpt_prune_sweep(s->dir);
+	return NULL;
+}
+
+void ck_sweep_join(loom_ckpt_t *ck)
+{
+	if (ck->sweep && ck->sweep->active) {
+		pthread_join(ck->sweep->th, NULL);
+		ck->sweep->active = 0;
+	}
+}
+
+/* rank 0, after the commit: the sweep starts (inline when no thread) */
+static void sweep_start(loom_ckpt_t *ck)
+{
+	struct ck_sweep *s = ck->sweep;
+	if (!s) {
+		ckpt_prune_sweep(ck->dir);
+		return;
+	}
+	ck_sweep_join(ck);      /* one sweep at a time */
+	s->dir = ck->dir;
+	if (pthread_create(&s->th, NULL, sweep_main, s) == 0)
+		s->active = 1;
+	else
+		sweep_main(s);
+}
+
+/* rank 0: manifest, rename, latest, prune (the old steps renamed; their
+ * removal in the background after the agreement), requeue request */
 static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
 		  const char *tmp)
 {
@@ -279,7 +296,7 @@ static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t c
 	if (!rc)
 		rc = publish(ck, step, tmp);
 	if (!rc)
-		ckpt_prune(ck->dir, ck->keep, step);
+		ckpt_prune_mark(ck->dir, ck->keep, step);
 	if (!rc && ck->stopped)
 		requeue_request(ck, step);
 	return rc;
@@ -306,12 +323,24 @@ int ck_save_now(loom_ckpt_t *ck, long long step)
 	ck->st.data_s = t1 - t0;
 	rc = ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, chunk, tmp) : LOOM_SUCCESS);
 	ck->st.commit_s = ck_now_s() - t1;
+	if (rc == LOOM_SUCCESS && ck->rank == 0)
+		sweep_start(ck);
 out:
 	ck->st.total_s = ck_now_s() - t0;
 	ck_op_stats(ck, &op);
 	ck->st.mode = op.independent ? LOOM_CKPT_INDEPENDENT : LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS)
 		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
+	if (rc == LOOM_SUCCESS && ck->stopped)
+		loom_metrics_checkpoint_stop(ck->comm->metrics, ck->stopped == SIGTERM
+					     ? LOOM_METRIC_STOP_PREEMPT : LOOM_METRIC_STOP_TIMELIMIT);
+	if (rc == LOOM_SUCCESS && ck->rank == 0) {
+		/* for loom.so's SIG@auto; best effort (warned), the save stands */
+		unsigned long long all = 0;
+		for (int i = 0; i < ck->nt; i++)
+			all += op.bytes[i];
+		ckpt_times_record(ck->dir, step, ck->st.total_s, all);
+	}
 	if (rc && ck->rank == 0 && tmp[0])
 		ckpt_rmtree(ck->dir, tmpname); /* never a committed one: tmp is ours */
 	ck_op_free(ck, &op);

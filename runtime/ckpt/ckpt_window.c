@@ -116,17 +116,26 @@ int ck_window_io(const ck_op_t *op, char *buf, uint64_t lo, uint64_t hi, int wri
 	return LOOM_SUCCESS;
 }
 
-void ck_own_sums(loom_ckpt_t *ck, ck_op_t *op)
+void ck_write_own(loom_ckpt_t *ck, ck_op_t *op)
 {
 	const ckpt_plan_t *p = &op->p;
-	for (long i = 0; i < p->nruns[ck->rank]; i++) {
+	for (long i = 0; i < p->nruns[ck->rank] && !op->io_rc; i++) {
 		const ckpt_vrun_t *r = &p->runs[ck->rank][i];
 		int t = r->tensor;
-		for (uint64_t c = p->cbase[t]; c < p->cbase[t + 1]; c++) {
-			uint64_t lo = p->base[t] + (c - p->cbase[t]) * p->chunk;
+		/* a chunk at a time: one this rank owns is hashed while its
+		 * bytes are still in the cache from the write, not read again */
+		for (uint64_t v = r->v; v < r->v + r->len && !op->io_rc;) {
+			uint64_t k = (v - p->base[t]) / p->chunk, lo = p->base[t] + k * p->chunk;
 			uint64_t hi = lo + p->chunk < p->base[t + 1] ? lo + p->chunk : p->base[t + 1];
-			if (op->owner[c] == ck->rank && lo >= r->v && hi <= r->v + r->len)
+			uint64_t end = hi < r->v + r->len ? hi : r->v + r->len;
+			if (ck_pwrite_all(op->fds[t], ck_run_ptr(ck, r, v), end - v, v - p->base[t]) != 0) {
+				snprintf(op->why, sizeof op->why, "write %s: %s", op->fnames[t],
+					 strerror(errno));
+				op->io_rc = LOOM_ERR_IO;
+			} else if (op->owner[p->cbase[t] + k] == ck->rank && v == lo && end == hi) {
 				ck_sums_feed(p, &op->sums, ck_run_ptr(ck, r, lo), lo, hi - lo);
+			}
+			v = end;
 		}
 	}
 }

@@ -32,6 +32,7 @@ struct loom_metrics {
 	_Atomic unsigned long long last_seq;  /* last collective finished */
 	unsigned long long ckpt_count, ckpt_bytes_last, ckpt_bytes_total;
 	double ckpt_seconds_last, ckpt_seconds_total;
+	unsigned long long ckpt_stops[LOOM_METRIC_STOP_COUNT];
 };
 
 static const char *const op_names[LOOM_METRIC_OP_COUNT] = {
@@ -145,6 +146,8 @@ static void add_counters(struct loom_metrics *dst, const struct loom_metrics *sr
 	dst->ckpt_count += src->ckpt_count;
 	dst->ckpt_bytes_total += src->ckpt_bytes_total;
 	dst->ckpt_seconds_total += src->ckpt_seconds_total;
+	for (int r = 0; r < LOOM_METRIC_STOP_COUNT; r++)
+		dst->ckpt_stops[r] += src->ckpt_stops[r];
 	if (src->ckpt_count) {
 		dst->ckpt_bytes_last = src->ckpt_bytes_last;
 		dst->ckpt_seconds_last = src->ckpt_seconds_last;
@@ -244,6 +247,20 @@ void loom_metrics_checkpoint(struct loom_metrics *m, double seconds, size_t byte
 	m->ckpt_seconds_total += seconds;
 	m->ckpt_bytes_last = bytes;
 	m->ckpt_bytes_total += bytes;
+	pthread_mutex_unlock(&registry_lock);
+}
+
+const char *loom_metrics_stop_name(enum loom_metric_stop why)
+{
+	return why == LOOM_METRIC_STOP_TIMELIMIT ? "timelimit" : "preempt";
+}
+
+void loom_metrics_checkpoint_stop(struct loom_metrics *m, enum loom_metric_stop why)
+{
+	if (!m || why < 0 || why >= LOOM_METRIC_STOP_COUNT)
+		return;
+	pthread_mutex_lock(&registry_lock);
+	m->ckpt_stops[why]++;
 	pthread_mutex_unlock(&registry_lock);
 }
 
@@ -370,6 +387,15 @@ static void render_locked(struct out *o)
 			default: emit(o, "%llu\n", atomic_load(&m->last_seq)); break;
 			}
 		}
+	}
+	emit(o, "# HELP loom_checkpoint_stops_total Committed checkpoints that a stop signal asked "
+		"for, by reason (preempt: SIGTERM, also a scancel; timelimit: LOOM_CKPT_SIGNAL).\n"
+		"# TYPE loom_checkpoint_stops_total counter\n");
+	for (const struct loom_metrics *m = registry; m; m = m->next) {
+		make_labels(m, lab, sizeof lab);
+		for (int r = 0; r < LOOM_METRIC_STOP_COUNT; r++)
+			emit(o, "loom_checkpoint_stops_total{%s,reason=\"%s\"} %llu\n", lab,
+			     loom_metrics_stop_name((enum loom_metric_stop)r), m->ckpt_stops[r]);
 	}
 }
 

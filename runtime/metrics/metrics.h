@@ -43,6 +43,15 @@ void loom_metrics_seq(struct loom_metrics *m, unsigned long long seq);
 void loom_metrics_timeout(struct loom_metrics *m);
 void loom_metrics_peer_lost(struct loom_metrics *m);
 void loom_metrics_checkpoint(struct loom_metrics *m, double seconds, size_t bytes);
+/* why a committed checkpoint was a stop checkpoint, as the task can tell
+ * from its signal (a scancel is the same SIGTERM as a preemption: only
+ * loom.so's slurmd log line tells it apart) */
+enum loom_metric_stop { LOOM_METRIC_STOP_PREEMPT, LOOM_METRIC_STOP_TIMELIMIT,
+			LOOM_METRIC_STOP_COUNT };
+/* "preempt", "timelimit" */
+const char *loom_metrics_stop_name(enum loom_metric_stop why);
+/* a stop checkpoint committed (loom_checkpoint_stops_total{reason=...}) */
+void loom_metrics_checkpoint_stop(struct loom_metrics *m, enum loom_metric_stop why);
 
 /* Write LOOM_METRICS_FILE now (no-op when unset). 0 or -errno. */
 int loom_metrics_flush(void);

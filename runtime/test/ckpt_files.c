@@ -329,6 +329,45 @@ static int parse_files(int argc, char **argv)
 	return 0;
 }
 
+/* the commit's prune in two parts: renamed at once (no longer
+ * checkpoints), removed by the sweep that runs in the background */
+static void t_prune_sweep(void)
+{
+	char p[700], q[700];
+	long long *v;
+	int n;
+	snprintf(dir, sizeof dir, "%s/sweep", base);
+	mkdir(dir, 0755);
+	mkstep("step-1");
+	mkstep("step-2");
+	mkstep("step-3");
+	snprintf(p, sizeof p, "%s/.tmp-step-9-1", dir);     /* a crashed save's */
+	mkdir(p, 0755);
+	mkarchive("archive-s");
+	snprintf(q, sizeof q, "%s/archive-s", base);
+	snprintf(p, sizeof p, "%s/.prune-step-7", dir);
+	symlink(q, p);
+	is_int(ckpt_prune_mark(dir, 1, 3), LOOM_SUCCESS, "mark keeping 1");
+	snprintf(p, sizeof p, "%s/.prune-step-1", dir);
+	ok(has(p), "step-1 renamed .prune-step-1, not yet removed");
+	is_int(ckpt_list_steps(dir, &v, &n), LOOM_SUCCESS, "listing after the mark");
+	ok(n == 1 && v[0] == 3, "only step-3 is a checkpoint (%d)", n);
+	free(v);
+	snprintf(p, sizeof p, "%s/.tmp-step-9-1", dir);
+	ok(!has(p), "a crashed save's temporary directory is removed at once");
+	cap_begin();
+	is_int(ckpt_prune_sweep(dir), LOOM_SUCCESS, "the sweep");
+	const char *e = cap_end();
+	snprintf(p, sizeof p, "%s/.prune-step-1", dir);
+	snprintf(q, sizeof q, "%s/.prune-step-2", dir);
+	ok(!has(p) && !has(q), "the sweep removes the renamed steps");
+	snprintf(p, sizeof p, "%s/step-3/t0.bin", dir);
+	ok(has(p), "the kept step is untouched");
+	snprintf(p, sizeof p, "%s/.prune-step-7", dir);
+	ok(has(p) && archive_whole("archive-s"), "a .prune-step-* link stays, its target whole");
+	like(e, ".prune-step-7 is a symbolic link: skipped", "with a warning naming it");
+}
+
 int main(int argc, char **argv)
 {
 	char cmd[700];
@@ -342,6 +381,7 @@ int main(int argc, char **argv)
 	t_small_files();
 	t_manifest_bounds();
 	t_register();
+	t_prune_sweep();
 	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
 	if (system(cmd) != 0)
 		diag("cleanup of %s failed", base);

@@ -284,6 +284,8 @@ static void t_commit_and_keep(const char *mode)
 	loom_ckpt_save(ck, 50);
 	is_int(count_steps(dir), 3, "%s: keep 3 after set_keep", mode);
 	loom_ckpt_close(ck);
+	ok(!exists("%s/.prune-step-%lld", dir, 10) && !exists("%s/.prune-step-%lld", dir, 20),
+	   "%s: the pruned steps are removed by close at the latest (the sweep joined)", mode);
 	unsetenv("LOOM_CKPT_MODE");
 }
 

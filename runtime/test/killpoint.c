@@ -14,6 +14,8 @@
  *   LOOM_TEST_PAUSE_UNTIL=FILE  pause there instead of dying: create
  *          FILE.paused, wait until FILE exists, then go on (once), so that
  *          a test can act while a save is held at that point
+ *   LOOM_TEST_DELAY_S=SECONDS  neither die nor pause: sleep SECONDS there,
+ *          at every matching call (a save made slow on purpose)
  *
  * Before dying it writes "killpoint: SIGKILL before|after CALL PATH" (a
  * rename: "OLD -> NEW") on
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int armed = -1; /* -1: not parsed yet, 0: off, 1: on */
@@ -101,7 +104,15 @@ static void abs_path(int dirfd, const char *path, char *out, size_t len)
 
 static void reached(const char *when, const char *path)
 {
-	const char *until = getenv("LOOM_TEST_PAUSE_UNTIL");
+	const char *until = getenv("LOOM_TEST_PAUSE_UNTIL"), *delay = getenv("LOOM_TEST_DELAY_S");
+	if (delay && *delay) {
+		dprintf(2, "killpoint: %s s %s %s %s\n", delay, when, call, path);
+		double d = atof(delay);
+		struct timespec ts = { (time_t)d, (long)((d - (double)(time_t)d) * 1e9) };
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		return;
+	}
 	if (until && *until) {
 		char marker[PATH_MAX + 8];
 		int fd;
@@ -154,7 +165,7 @@ static void *next(const char *name)
 		if (hit && !after)                                          \
 			reached("before", p);                                   \
 		rc = real(fd);                                              \
-		if (hit)                                                    \
+		if (hit && after)                                           \
 			reached("after", p);                                    \
 		return rc;                                                  \
 	}
@@ -184,7 +195,7 @@ static int renamed(const char *name, int ofd, const char *o, int nfd, const char
 	if (hit && !after)
 		reached("before", both);
 	rc = !strcmp(name, "rename") ? real_rename(o, n) : real_renameat(ofd, o, nfd, n);
-	if (hit)
+	if (hit && after)
 		reached("after", both);
 	return rc;
 }

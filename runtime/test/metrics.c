@@ -30,6 +30,9 @@ int main(void)
 	loom_metrics_timeout(w);
 	loom_metrics_peer_lost(tp);
 	loom_metrics_checkpoint(w, 2.5, 1000);
+	loom_metrics_checkpoint_stop(w, LOOM_METRIC_STOP_TIMELIMIT);
+	loom_metrics_checkpoint_stop(w, LOOM_METRIC_STOP_TIMELIMIT);
+	loom_metrics_checkpoint_stop(tp, LOOM_METRIC_STOP_PREEMPT);
 	loom_metrics_seq(w, 6);
 	loom_metrics_seq(tp, 1);
 
@@ -43,6 +46,10 @@ int main(void)
 	like(text, "comm=\"tp \\\"group\\\"\"", "quote in a comm name escaped");
 	like(text, "loom_timeouts_total{", "timeout family present");
 	like(text, "loom_checkpoint_last_seconds{", "checkpoint duration present");
+	like(text, "# TYPE loom_checkpoint_stops_total counter\n", "stop checkpoints: a counter");
+	like(text, "comm=\"world\",reason=\"timelimit\"} 2\n", "two time-limit stops on world");
+	like(text, "comm=\"world\",reason=\"preempt\"} 0\n", "no preemption on world");
+	like(text, "comm=\"tp \\\"group\\\"\",reason=\"preempt\"} 1\n", "one preemption on tp");
 	ok(strstr(text, "op=\"barrier\"} 1\n") != NULL, "barrier counted");
 	like(text, "# TYPE loom_last_finished_seq gauge\n", "last finished seq is a gauge");
 	like(text, "comm=\"world\"} 6\n", "world's last finished collective is #6");

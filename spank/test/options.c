@@ -75,11 +75,16 @@ int main(void)
 	is_int(P(LOOM_OPT_CKPT_SIGNAL, "10@0"), 0, "a number");
 	is_int(o.ckpt_signal, 10, "number kept");
 	is_str(loom_signal_name(SIGUSR2), "USR2", "name of USR2");
+	is_int(P(LOOM_OPT_CKPT_SIGNAL, "USR2@auto"), 0, "USR2@auto");
+	ok(o.ckpt_signal == SIGUSR2 && o.ckpt_signal_seconds == LOOM_CKPT_SIGNAL_AUTO,
+	   "@auto: the lead time from the save times");
+	is_int(P(LOOM_OPT_CKPT_SIGNAL, "USR2@AUTO"), 0, "@AUTO, any case");
 	const char *bad_sig[] = { "", "KILL", "9", "STOP", "19", "65", "FOO", "USR1@", "USR1@-1",
-				  "USR1@70000", "@10", "USR1@1@2" };
+				  "USR1@70000", "@10", "USR1@1@2", "USR1@autox", "USR1@auto@1",
+				  "@auto" };
 	for (size_t i = 0; i < sizeof bad_sig / sizeof *bad_sig; i++) {
 		is_int(P(LOOM_OPT_CKPT_SIGNAL, bad_sig[i]), -1, "ckpt-signal '%s' rejected", bad_sig[i]);
-		like(err, "SIG[@SECONDS]", "message gives the syntax");
+		like(err, "SIG[@SECONDS|@auto]", "message gives the syntax");
 	}
 
 	/* --loom-env */
@@ -136,6 +141,7 @@ int main(void)
 	like(err, "flight_local_base='tmp' must be an absolute path", "names it");
 	is_int(C(&cfg, "affinity=nearest", NULL), -1, "bad site affinity");
 	like(err, "plugstack argument affinity='nearest'", "site message names the argument");
+	is_int(C(&cfg, "ckpt_signal=USR1@auto", NULL), 0, "site ckpt_signal=USR1@auto");
 	is_int(C(&cfg, "ckpt_signal=KILL", NULL), -1, "bad site ckpt_signal");
 	like(err, "plugstack argument ckpt_signal='KILL'", "names it");
 	is_int(C(&cfg, "gpus=2", NULL), -1, "unknown argument");

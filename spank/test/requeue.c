@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "../ckpt_timer.h"
 #include "../requeue.h"
+#include "../save_times.h"
 #include "../strbuf.h"
 #include "../../t/tap.h"
 
@@ -19,6 +20,87 @@ static void write_file(const char *path, const char *text)
 		fputs(text, f);
 		fclose(f);
 	}
+}
+
+/* --loom-ckpt-signal=SIG@auto: the save times libloom keeps, and the
+ * lead time from them */
+static void t_save_times(void)
+{
+	struct loom_save_times st;
+	char err[400], big[4000];
+	is_int(loom_save_times_parse("loom-save-times 1\nstep=10 seconds=3.250 bytes=4096\n"
+				     "step=20 seconds=7.500 bytes=8192\nstep=30 seconds=1.000 bytes=4096\n",
+				     &st, err, sizeof err), 0, "save times: three records");
+	ok(st.n == 3 && st.slowest_s == 7.5 && st.slowest_bytes == 8192 && st.slowest_step == 20,
+	   "the slowest is step 20's, 7.5 s for 8192 bytes");
+	is_int(loom_auto_lead(&st), 25, "lead: ceil(2 x 7.5 + 10) = 25 s");
+	st.slowest_s = 0.01;
+	is_int(loom_auto_lead(&st), LOOM_AUTO_FLOOR_S, "a quick save: the floor");
+	st.slowest_s = 2.4;
+	is_int(loom_auto_lead(&st), 15, "2.4 s: ceil(14.8) = 15 s");
+	st.slowest_s = 6.01;
+	is_int(loom_auto_lead(&st), 23, "6.01 s: ceil(22.02) = 23 s");
+	st.slowest_s = 1e6;
+	is_int(loom_auto_lead(&st), LOOM_AUTO_MAX_S, "a huge save: capped at the option's maximum");
+	is_int(loom_save_times_parse("loom-save-times 1\n", &st, err, sizeof err), 0,
+	       "a header and no record: no history");
+	is_int(st.n, 0, "... zero records");
+	const char *bad[] = { "", "loom-save-times 2\nstep=1 seconds=1 bytes=1\n",
+			      "loom-save-times 1\nstep=1 seconds=1\n",
+			      "loom-save-times 1\nstep=1 seconds=-1 bytes=1\n",
+			      "loom-save-times 1\nstep=1 seconds=nan bytes=1\n",
+			      "loom-save-times 1\nstep=1 seconds=1e9 bytes=1\n",
+			      "loom-save-times 1\nstep=1 seconds=1 bytes=1 x=2\n",
+			      "loom-save-times 1\nstep=x seconds=1 bytes=1\n",
+			      "loom-save-times 1\nseconds=1 step=1 bytes=1\n",
+			      "loom-save-times 1\nstep=1 seconds=1 bytes=99999999999999999999\n",
+			      "\x1b[31mloom-save-times 1\n" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		is_int(loom_save_times_parse(bad[i], &st, err, sizeof err), -1,
+		       "garbage %zu rejected: %s", i, err);
+	ok(!strchr(err, 0x1b), "what is shown of it is cleaned");
+	strcpy(big, "loom-save-times 1\n");
+	for (int i = 0; i <= LOOM_SAVE_TIMES_RECORDS; i++)
+		strcat(big, "step=1 seconds=1 bytes=1\n");
+	is_int(loom_save_times_parse(big, &st, err, sizeof err), -1, "too many records rejected");
+	like(err, "more than", "... and said");
+}
+
+/* the same read as the job's user for the save times: a link is not
+ * followed, a file too large is refused */
+static void t_save_times_as_user(const char *base)
+{
+	struct loom_user_ids me = { geteuid(), getegid(), NULL, 0 };
+	char d[600], f[700], g[700], text[LOOM_SAVE_TIMES_MAX + 1], err[1200], big[3000];
+	gid_t gid = getegid();
+	me.groups = &gid;
+	me.ngroups = 1;
+	snprintf(d, sizeof d, "%s/times", base);
+	mkdir(d, 0755);
+	snprintf(f, sizeof f, "%s/%s", d, LOOM_SAVE_TIMES_FILE);
+	write_file(f, "loom-save-times 1\nstep=1 seconds=2.000 bytes=3\n");
+	is_int(loom_user_file_read_as(d, LOOM_SAVE_TIMES_FILE, &me, text, sizeof text, err,
+				      sizeof err), 1, "save times read as the user");
+	like(text, "step=1 seconds=2.000", "... its text");
+	unlink(f);
+	is_int(loom_user_file_read_as(d, LOOM_SAVE_TIMES_FILE, &me, text, sizeof text, err,
+				      sizeof err), 0, "absent: no history");
+	snprintf(g, sizeof g, "%s/elsewhere", d);
+	write_file(g, "loom-save-times 1\n");
+	symlink(g, f);
+	is_int(loom_user_file_read_as(d, LOOM_SAVE_TIMES_FILE, &me, text, sizeof text, err,
+				      sizeof err), -1, "a link in its place is not followed");
+	like(err, "symbolic link", "... and said");
+	unlink(f);
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = 0;
+	write_file(f, big);
+	is_int(loom_user_file_read_as(d, LOOM_SAVE_TIMES_FILE, &me, text, sizeof text, err,
+				      sizeof err), -1, "a file larger than the bound is refused");
+	like(err, "larger than 2048 bytes", "... and said");
+	unlink(f);
+	unlink(g);
+	rmdir(d);
 }
 
 /* slurmstepd's read as the job's user: a real second user (nobody)
@@ -172,6 +254,7 @@ int main(void)
 	rmdir(p);
 	unlink(q);
 	t_read_as_user(base);
+	t_save_times_as_user(base);
 	rmdir(base);
 
 	/* the decision */
@@ -219,6 +302,7 @@ int main(void)
 	is_int(loom_timer_next(1090, 1100, 60, 0, &wait), LOOM_TIMER_FIRE, "late wake-up: still signal");
 	is_int(loom_timer_next(1050, 1100, 60, 1, &wait), LOOM_TIMER_TOO_LATE,
 	       "a step starting inside the window gets no signal (no requeue loop)");
+	t_save_times();
 	done_testing();
 	return exit_status();
 }
