@@ -15,6 +15,9 @@ static pthread_mutex_t ck_sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ck_sig_refs;
 static int ck_sigs[2], ck_nsigs;
 static struct sigaction ck_old[2];
+/* LOOM_CKPT_SIGNAL left ignored by the last close (see ck_signals_remove);
+ * a later open treats that as the default disposition it replaced */
+static int ck_parked_sig;
 
 static void ck_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -87,7 +90,10 @@ void ck_signals_install(void)
 			struct sigaction old;
 			if (sigaction(want[i], NULL, &old) != 0)
 				continue;
-			if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
+			if (want[i] == ck_parked_sig && !(old.sa_flags & SA_SIGINFO) &&
+			    old.sa_handler == SIG_IGN)
+				old.sa_handler = SIG_DFL;  /* parked by us, not the program's */
+			else if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
 				continue; /* the program ignores it: leave it so */
 			ck_sigs[ck_nsigs] = want[i];
 			ck_old[ck_nsigs] = old;
@@ -112,9 +118,24 @@ void ck_signals_remove(void)
 		for (int i = 0; i < ck_nsigs; i++) {
 			struct sigaction cur;
 			/* put the old one back unless someone replaced ours meanwhile */
-			if (sigaction(ck_sigs[i], NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-			    cur.sa_sigaction == ck_handler)
+			if (sigaction(ck_sigs[i], NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) ||
+			    cur.sa_sigaction != ck_handler)
+				continue;
+			/* loom.so's timer signal (LOOM_CKPT_SIGNAL) means "checkpoint
+			 * and stop", never "die": when it arrives after the last
+			 * handle closed, the program is finishing a run whose last
+			 * checkpoint is written, and its default action (USR1, USR2:
+			 * terminate) would turn that run into a failed one. So the
+			 * default is parked as ignored; SIGTERM gets its own back. */
+			if (ck_sigs[i] != SIGTERM && !(ck_old[i].sa_flags & SA_SIGINFO) &&
+			    ck_old[i].sa_handler == SIG_DFL) {
+				struct sigaction ign = ck_old[i];
+				ign.sa_handler = SIG_IGN;
+				sigaction(ck_sigs[i], &ign, NULL);
+				ck_parked_sig = ck_sigs[i];
+			} else {
 				sigaction(ck_sigs[i], &ck_old[i], NULL);
+			}
 		}
 		ck_nsigs = 0;
 	}

@@ -442,7 +442,10 @@ static void t_signals(void)
 	ok(!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == prog_handler,
 	   "after close the program's SIGTERM handler is back");
 	sigaction(SIGUSR1, NULL, &cur);
-	ok(cur.sa_handler == SIG_DFL, "and SIGUSR1 is default again");
+	ok(!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN,
+	   "and SIGUSR1 (LOOM_CKPT_SIGNAL, default before) is ignored, not deadly");
+	raise(SIGUSR1);
+	ok(1, "a late SIGUSR1 after close does not kill the finishing program");
 	/* USR1 with the default disposition: caught, the process lives */
 	setenv("SLURM_JOB_ID", "77", 1);
 	loom_ckpt_open(w, dir, &ck);
@@ -473,6 +476,11 @@ static void t_signals(void)
 		ok(access(rq, F_OK) != 0, "the next open removes it (the request has been acted on)");
 		loom_ckpt_should_stop(ck, 4, &stop);
 		is_int(stop, 0, "a new handle does not inherit the earlier stop");
+		raise(SIGUSR1);
+		loom_ckpt_should_stop(ck, 4, &stop);
+		is_int(stop, 1, "the parked SIGUSR1 is caught again by the next handle");
+		loom_ckpt_close(ck);
+		loom_ckpt_open(w, dir, &ck);
 		loom_ckpt_tensor(ck, "x", LOOM_FLOAT32, 1, &shape, &off, &ext, x);
 		is_int(loom_ckpt_save(ck, 4), LOOM_SUCCESS, "a save without a stop");
 		ok(access(rq, F_OK) != 0, "leaves no requeue request (a normal checkpoint)");
