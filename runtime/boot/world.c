@@ -27,7 +27,8 @@ static int parse_transport(int *out)
 
 static void boot_free(struct loom_boot *b)
 {
-	free(b->peer_fds);
+	free(b->ip);
+	free(b->port);
 	free(b->nodename);
 	free(b->pid);
 }
@@ -37,12 +38,8 @@ static int boot_single(struct loom_boot *b)
 	b->rank = 0;
 	b->size = 1;
 	b->listen_fd = -1;
-	b->peer_fds = calloc(1, sizeof *b->peer_fds);
-	b->nodename = calloc(1, sizeof *b->nodename);
-	b->pid = calloc(1, sizeof *b->pid);
-	if (!b->peer_fds || !b->nodename || !b->pid)
+	if (loom_boot_tables(b))
 		return LOOM_ERR_NOMEM;
-	b->peer_fds[0] = -1;
 	loom_node_identity(b->nodename[0]);
 	b->pid[0] = (int)getpid();
 	return loom_boot_fresh_ids(b);
@@ -133,7 +130,7 @@ int loom_native_world(loom_comm_t **world)
 		w->node_of[i] = j < i ? w->node_of[j] : w->nnodes++;
 	}
 	loom_log_identity(w->rank, w->size, w->nodename[w->rank]);
-	rc = loom_engine_create(w, b.listen_fd, b.peer_fds, &engine_hooks);
+	rc = loom_engine_create(w, b.listen_fd, b.ip, b.port, b.key, &engine_hooks);
 	boot_free(&b);
 	memset(b.key, 0, sizeof b.key);
 	if (rc) {

@@ -1,0 +1,128 @@
+/* t/runtime/scale-check.c: what a world costs at scale, for t/t2005 and
+ * docs/scale.md. Every rank times its loom_init, then:
+ *   scale-check init          one allreduce, finalize
+ *   scale-check fds [LIMIT]   the collectives whose peers are few (allreduce
+ *                             small and large, broadcast, reduce, allgather,
+ *                             reduce_scatter, barrier, and an allreduce on a
+ *                             split communicator), then counts its open
+ *                             descriptors (/proc/self/fd) and TCP sockets;
+ *                             FAIL when descriptors exceed LIMIT
+ * Rank 0 prints one line with the slowest rank's init time and the most
+ * descriptors any rank holds (SCALE_CHECK_SHOW_FDS=1: and its own, each):
+ *   scale: N ranks, init max S s, fds max F, sockets max K */
+#include "loom.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* open descriptors, and how many of them are sockets; show: print each */
+static void count_fds(int *fds, int *socks, int show)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char path[300], link[64];
+	*fds = *socks = 0;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		ssize_t n;
+		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
+			continue;
+		(*fds)++;
+		snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, link, sizeof link - 1);
+		if (n > 0 && (link[n] = 0, !strncmp(link, "socket:", 7)))
+			(*socks)++;
+		if (show && n > 0)
+			printf("fd %s: %s\n", e->d_name, link);
+	}
+	closedir(d);
+}
+
+#define CHECK(call) do { int rc_ = (call); if (rc_) { \
+	fprintf(stderr, "rank %d: FAIL %s: %s\n", r, #call, loom_strerror(rc_)); return 1; } } while (0)
+
+static int collectives(loom_comm_t *w, int r, int n)
+{
+	size_t big = 1 << 18, i;
+	double *a = malloc(big * sizeof *a), *b = malloc(big * sizeof *b);
+	double *g = malloc((size_t)n * sizeof *g);
+	float x = 1, y = 0;
+	loom_comm_t *half = NULL;
+	if (!a || !b || !g)
+		return 1;
+	for (i = 0; i < big; i++)
+		a[i] = 1;
+	CHECK(loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_SUM, w));
+	CHECK(loom_allreduce(a, b, big, LOOM_FLOAT64, LOOM_SUM, w));
+	if (b[big - 1] != n) {
+		fprintf(stderr, "rank %d: FAIL allreduce gave %g, not %d\n", r, b[big - 1], n);
+		return 1;
+	}
+	CHECK(loom_broadcast(a, b, big, LOOM_FLOAT64, 0, w));
+	CHECK(loom_reduce(a, b, big, LOOM_FLOAT64, LOOM_SUM, n - 1, w));
+	CHECK(loom_allgather(&a[0], g, 1, LOOM_FLOAT64, w));
+	CHECK(loom_reduce_scatter(a, b, big / (size_t)n, LOOM_FLOAT64, LOOM_SUM, w));
+	CHECK(loom_barrier(w));
+	CHECK(loom_comm_split(w, r % 2, r, &half));
+	CHECK(loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_SUM, half));
+	CHECK(loom_comm_free(half));
+	free(a);
+	free(b);
+	free(g);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "init";
+	int limit = argc > 2 ? atoi(argv[2]) : 0, r, n, code = 0, rc;
+	double t0 = now(), t, tmax = 0;
+	int mine[2] = { 0, 0 }, most[2] = { 0, 0 };
+	float x = 1, y = 0;
+	loom_comm_t *w;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if ((rc = loom_init(&w))) {
+		fprintf(stderr, "loom_init: %s\n", loom_strerror(rc));
+		return 2;
+	}
+	t = now() - t0;
+	r = loom_comm_rank(w);
+	n = loom_comm_size(w);
+	if (!strcmp(mode, "fds"))
+		code = collectives(w, r, n);
+	else if (loom_allreduce(&x, &y, 1, LOOM_FLOAT32, LOOM_SUM, w) || y != n) {
+		fprintf(stderr, "rank %d: FAIL allreduce\n", r);
+		code = 1;
+	}
+	count_fds(&mine[0], &mine[1], r == 0 && getenv("SCALE_CHECK_SHOW_FDS"));
+	if (!code && (loom_allreduce(&t, &tmax, 1, LOOM_FLOAT64, LOOM_MAX, w) ||
+		      loom_allreduce(mine, most, 2, LOOM_INT32, LOOM_MAX, w)))
+		code = 1;
+	if (!code && limit > 0 && mine[0] > limit) {
+		printf("rank %d: FAIL %d descriptors open, over the limit of %d (%d sockets)\n", r,
+		       mine[0], limit, mine[1]);
+		code = 1;
+	}
+	if (!code && r == 0)
+		printf("scale: %d ranks, init max %.3f s, fds max %d, sockets max %d\n", n, tmax, most[0],
+		       most[1]);
+	if ((rc = loom_finalize(w))) {
+		fprintf(stderr, "rank %d: loom_finalize: %s\n", r, loom_strerror(rc));
+		code = 1;
+	}
+	if (!code)
+		printf("rank %d: scale-check %s passed\n", r, mode);
+	return code;
+}
