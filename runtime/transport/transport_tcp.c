@@ -44,8 +44,8 @@ struct umsg {
 	struct umsg *next;
 };
 
-/* a peer's connection: none yet, being dialed, waiting for the peer's
- * own dial (ours was declined by a lower rank dialing us), up */
+/* a peer's connection: none yet, being dialed, waiting (to dial again, or
+ * for the peer's own dial: ours was declined), up */
 enum { C_IDLE, C_DIAL, C_WAIT, C_UP };
 
 struct mesh_hello { uint64_t nonce; };
@@ -58,6 +58,8 @@ struct peer {
 	struct loom_hs_dialer *dial;  /* C_DIAL */
 	struct loom_hs_dialer *stray; /* our dial that lost a race: run to its quiet refusal */
 	double until;         /* C_DIAL, C_WAIT: given up then */
+	double retry_at;      /* C_WAIT: dial again then */
+	int tries;            /* dials declined so far */
 	int bye_sent;
 	int bye;              /* said goodbye */
 	int gone;             /* connection closed */
@@ -492,6 +494,7 @@ static void became_up(struct loom_engine *e, int i, int fd)
 	}
 	p->fd = fd;
 	p->state = C_UP;
+	p->tries = 0;
 	LOOM_TRACE("connected to rank %d", i);
 	if (e->closing)
 		say_bye(e, i);
@@ -517,8 +520,9 @@ static void start_dial(struct loom_engine *e, int i)
 		peer_lost(e, i, "cannot open a socket to it");
 		return;
 	}
+	if (p->state == C_IDLE)
+		p->until = loom_now() + e->connect_tmo;
 	p->state = C_DIAL;
-	p->until = loom_now() + e->connect_tmo;
 	wake_engine(e);   /* the engine polls the new socket */
 }
 
@@ -535,16 +539,20 @@ static void dial_step(struct loom_engine *e, int i)
 		return;
 	}
 	drop_dial(&p->dial);
-	if (rc == LOOM_HS_DIAL_DECLINED && i < e->self) {
-		/* it is dialing us at the same moment: its connection wins */
+	if (rc == LOOM_HS_DIAL_DECLINED) {
+		/* a lower rank dialing us at the same moment (its connection
+		 * wins and comes to us), or an acceptor full of hellos that
+		 * dropped ours: wait, taking its dial if it comes, and dial
+		 * again after a growing pause, until p->until */
+		double pause = 0.02 * (1 << (p->tries < 6 ? p->tries : 6));
+		p->tries++;
 		p->state = C_WAIT;
-		p->until = loom_now() + e->connect_tmo;
+		p->retry_at = loom_now() + pause * (1.0 + (double)(e->self % 7) / 7.0);
 		return;
 	}
 	inet_ntop(AF_INET, &p->ip, addr, sizeof addr);
 	snprintf(why, sizeof why, rc == LOOM_HS_DIAL_FORGED
 		 ? "the process at %s:%u (its address) does not hold this job's secret"
-		 : rc == LOOM_HS_DIAL_DECLINED ? "it refused our hello at %s:%u"
 		 : "cannot connect to its address %s:%u (the process exited?)", addr, p->port);
 	peer_lost(e, i, why);
 }
@@ -762,8 +770,8 @@ static void *engine_main(void *arg)
 				pf[n].fd = p->dial->fd;
 				pf[n].events = p->dial->events;
 			} else {
-				if (p->state == C_WAIT && p->until < wake)
-					wake = p->until;
+				if (p->state == C_WAIT && p->retry_at < wake)
+					wake = p->retry_at;
 				continue;
 			}
 			if (p->state == C_DIAL && p->until < wake)
@@ -821,10 +829,15 @@ static void *engine_main(void *arg)
 		now = loom_now();
 		for (i = 0; i < e->n; i++) {
 			struct peer *p = &e->p[i];
-			if (!p->gone && (p->state == C_DIAL || p->state == C_WAIT) && p->until < now)
-				peer_lost(e, i, p->state == C_DIAL
-					  ? "its listening socket took no connection within LOOM_BOOTSTRAP_TIMEOUT"
-					  : "it never completed its own connection to us (LOOM_BOOTSTRAP_TIMEOUT)");
+			if (p->gone || (p->state != C_DIAL && p->state != C_WAIT))
+				continue;
+			if (p->until < now)
+				peer_lost(e, i, p->tries
+					  ? "it declined every hello we sent within LOOM_BOOTSTRAP_TIMEOUT "
+					    "(another LOOM_JOB_SECRET?)"
+					  : "its listening socket took no connection within LOOM_BOOTSTRAP_TIMEOUT");
+			else if (p->state == C_WAIT && p->retry_at <= now)
+				start_dial(e, i);
 		}
 	}
 	pthread_mutex_unlock(&e->lock);
