@@ -2,7 +2,7 @@
  * MASTER_ADDR / MASTER_PORT. Rank 0 listens on MASTER_ADDR:MASTER_PORT;
  * every other rank connects (retrying until LOOM_BOOTSTRAP_TIMEOUT,
  * default 120 s), proves that it holds the job key (LOOM_JOB_SECRET,
- * handshake.c) and sends its listen port, node identity and pid; rank 0
+ * transport_handshake.c) and sends its listen port, node identity and pid; rank 0
  * records the address each connection came from and, once every rank is
  * in, sends the world's random nonce and shm key and the whole table
  * back, authenticated the same way. Each rank listens for the TCP engine
