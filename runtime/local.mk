@@ -50,10 +50,14 @@ TESTS += runtime/test/strerror runtime/test/single
 check_PROGRAMS += t/runtime/coll-check
 t_runtime_coll_check_SOURCES = t/runtime/coll-check.c
 t_runtime_coll_check_LDADD = runtime/libloom.la -lm -lpthread
+check_PROGRAMS += t/runtime/scale-check
+t_runtime_scale_check_SOURCES = t/runtime/scale-check.c
+t_runtime_scale_check_LDADD = runtime/libloom.la
 EXTRA_DIST += t/runtime/lib.sh t/runtime/flight.sh
 dist_check_SCRIPTS += \
 	t/t2000-runtime-local.t \
 	t/t2001-runtime-coll-env.t \
 	t/t2002-runtime-coll-pmix.t \
 	t/t2003-runtime-comm.t \
-	t/t2004-runtime-failures.t
+	t/t2004-runtime-failures.t \
+	t/t2005-runtime-scale.t

@@ -2,12 +2,12 @@
  * MASTER_ADDR / MASTER_PORT. Rank 0 listens on MASTER_ADDR:MASTER_PORT;
  * every other rank connects (retrying until LOOM_BOOTSTRAP_TIMEOUT,
  * default 120 s), proves that it holds the job key (LOOM_JOB_SECRET,
- * handshake.c) and sends its listen port, node identity and pid; rank 0
+ * transport_handshake.c) and sends its listen port, node identity and pid; rank 0
  * records the address each connection came from and, once every rank is
  * in, sends the world's random nonce and shm key and the whole table
- * back, authenticated the same way. Then the mesh is built (bootstrap.c).
- * Each rank listens for the mesh on the address rank 0 saw it come from,
- * the one its peers are told. */
+ * back, authenticated the same way. Each rank listens for the TCP engine
+ * on the address rank 0 saw it come from, the one its peers are told;
+ * the engine connects to a peer when it first has a message for it. */
 #include "boot/boot.h"
 
 #include <arpa/inet.h>
@@ -58,14 +58,6 @@ static int env_int(const char *name, long lo, long hi, int *out)
 	}
 	*out = (int)l;
 	return LOOM_SUCCESS;
-}
-
-static int alloc_tables(struct loom_boot *b)
-{
-	b->peer_fds = calloc((size_t)b->size, sizeof *b->peer_fds);
-	b->nodename = calloc((size_t)b->size, sizeof *b->nodename);
-	b->pid = calloc((size_t)b->size, sizeof *b->pid);
-	return b->peer_fds && b->nodename && b->pid ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
 }
 
 struct rank0 {
@@ -222,8 +214,6 @@ int loom_boot_env(struct loom_boot *b)
 	struct addrinfo hints, *ai = NULL;
 	uint32_t mip;
 	struct rv_entry *tab = NULL;
-	uint32_t *ips = NULL;
-	uint16_t *ports = NULL;
 	if ((rc = env_int("WORLD_SIZE", 1, 1 << 20, &b->size)))
 		return rc;
 	if ((rc = env_int("RANK", 0, b->size - 1, &b->rank))) {
@@ -231,17 +221,15 @@ int loom_boot_env(struct loom_boot *b)
 			LOOM_ERR("bootstrap: RANK must be below WORLD_SIZE=%d", b->size);
 		return rc;
 	}
-	if ((rc = alloc_tables(b)))
+	if ((rc = loom_boot_tables(b)))
 		return rc;
 	loom_node_identity(b->nodename[b->rank]);
 	b->pid[b->rank] = (int)getpid();
 	b->listen_fd = -1;
 	if ((rc = loom_boot_keys(b)))
 		return rc;
-	if (b->size == 1) {
-		b->peer_fds[0] = -1;
+	if (b->size == 1)
 		return loom_boot_fresh_ids(b);
-	}
 	if (!b->have_secret && b->rank == 0)
 		LOOM_WARN("bootstrap: LOOM_JOB_SECRET is unset, so any process that reaches MASTER_PORT can join "
 			  "this job as a rank. loom.so sets it under srun; other launchers should give every rank "
@@ -264,9 +252,7 @@ int loom_boot_env(struct loom_boot *b)
 	freeaddrinfo(ai);
 	deadline = loom_now() + tmo;
 	tab = calloc((size_t)b->size, sizeof *tab);
-	ips = calloc((size_t)b->size, sizeof *ips);
-	ports = calloc((size_t)b->size, sizeof *ports);
-	if (!tab || !ips || !ports) {
+	if (!tab) {
 		rc = LOOM_ERR_NOMEM;
 		goto out;
 	}
@@ -278,25 +264,18 @@ int loom_boot_env(struct loom_boot *b)
 	} else if ((rc = rank_n(b, mport, mip, tab, deadline, tmo, maddr)))
 		goto out;
 	for (i = 0; i < b->size; i++) {
-		ips[i] = tab[i].ip;
-		ports[i] = tab[i].port;
+		b->ip[i] = tab[i].ip;
+		b->port[i] = tab[i].port;
 		b->pid[i] = tab[i].pid;
 		memcpy(b->nodename[i], tab[i].node, 64);
 		b->nodename[i][63] = 0;
 	}
-	rc = loom_boot_mesh(b, ips, ports, deadline);
 out:
 	free(tab);
-	free(ips);
-	free(ports);
 	if (rc) {
-		int k;
 		if (b->listen_fd >= 0)
 			close(b->listen_fd);
 		b->listen_fd = -1;
-		for (k = 0; k < b->size; k++)
-			if (b->peer_fds[k] > 0)
-				close(b->peer_fds[k]);
 	}
 	return rc;
 }

@@ -4,7 +4,8 @@
  * also publishes the world's random key, nonce and shm key, which only
  * the job's own processes can get from their PMIx server. The address is
  * this host's first non-loopback IPv4 address (127.0.0.1 when there is
- * none); the mesh listens on it alone. Built only with PMIx (HAVE_PMIX). */
+ * none); the TCP engine listens on it alone. Built only with PMIx
+ * (HAVE_PMIX). */
 #include "boot/boot.h"
 
 #include <arpa/inet.h>
@@ -100,8 +101,6 @@ int loom_boot_pmix(struct loom_boot *b)
 	pmix_status_t st;
 	int tmo = (int)loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120);
 	uint16_t port;
-	uint32_t *ips = NULL;
-	uint16_t *ports = NULL;
 	char buf[160], ipstr[32];
 	int rc, i;
 	bool yes = true;
@@ -121,22 +120,12 @@ int loom_boot_pmix(struct loom_boot *b)
 	b->size = (int)val->data.uint32;
 	PMIX_VALUE_RELEASE(val);
 	b->rank = (int)me.rank;
-	b->peer_fds = calloc((size_t)b->size, sizeof *b->peer_fds);
-	b->nodename = calloc((size_t)b->size, sizeof *b->nodename);
-	b->pid = calloc((size_t)b->size, sizeof *b->pid);
-	ips = calloc((size_t)b->size, sizeof *ips);
-	ports = calloc((size_t)b->size, sizeof *ports);
-	if (!b->peer_fds || !b->nodename || !b->pid || !ips || !ports) {
-		rc = LOOM_ERR_NOMEM;
+	if ((rc = loom_boot_tables(b)))
 		goto fail;
-	}
 	loom_node_identity(b->nodename[b->rank]);
 	b->pid[b->rank] = (int)getpid();
 	b->listen_fd = -1;
 	if (b->size == 1) {
-		b->peer_fds[0] = -1;
-		free(ips);
-		free(ports);
 		if ((rc = loom_boot_fresh_ids(b)) == LOOM_SUCCESS)
 			rc = loom_random_bytes(b->key, sizeof b->key);
 		b->have_secret = 1;
@@ -186,7 +175,7 @@ int loom_boot_pmix(struct loom_boot *b)
 		if ((st = PMIx_Get(&peer, "loom.addr", NULL, 0, &val)) != PMIX_SUCCESS || !val ||
 		    val->type != PMIX_STRING ||
 		    sscanf(val->data.string, "%31s %u %d %63s", ipb, &p, &pid, node) != 4 ||
-		    inet_pton(AF_INET, ipb, &ips[i]) != 1) {
+		    inet_pton(AF_INET, ipb, &b->ip[i]) != 1) {
 			LOOM_ERR("bootstrap: no address from rank %d over PMIx (%s)", i,
 				 PMIx_Error_string(st));
 			if (val)
@@ -195,20 +184,12 @@ int loom_boot_pmix(struct loom_boot *b)
 			goto fail;
 		}
 		PMIX_VALUE_RELEASE(val);
-		ports[i] = (uint16_t)p;
+		b->port[i] = (uint16_t)p;
 		b->pid[i] = pid;
 		snprintf(b->nodename[i], 64, "%s", node);
 	}
-	rc = loom_boot_mesh(b, ips, ports,
-			    loom_now() + loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120));
-	if (rc)
-		goto fail;
-	free(ips);
-	free(ports);
 	return LOOM_SUCCESS;
 fail:
-	free(ips);
-	free(ports);
 	if (b->listen_fd >= 0)
 		close(b->listen_fd);
 	b->listen_fd = -1;

@@ -27,7 +27,8 @@ static int parse_transport(int *out)
 
 static void boot_free(struct loom_boot *b)
 {
-	free(b->peer_fds);
+	free(b->ip);
+	free(b->port);
 	free(b->nodename);
 	free(b->pid);
 }
@@ -37,12 +38,8 @@ static int boot_single(struct loom_boot *b)
 	b->rank = 0;
 	b->size = 1;
 	b->listen_fd = -1;
-	b->peer_fds = calloc(1, sizeof *b->peer_fds);
-	b->nodename = calloc(1, sizeof *b->nodename);
-	b->pid = calloc(1, sizeof *b->pid);
-	if (!b->peer_fds || !b->nodename || !b->pid)
+	if (loom_boot_tables(b))
 		return LOOM_ERR_NOMEM;
-	b->peer_fds[0] = -1;
 	loom_node_identity(b->nodename[0]);
 	b->pid[0] = (int)getpid();
 	return loom_boot_fresh_ids(b);
@@ -57,6 +54,39 @@ static void world_free(struct loom_world *w)
 	free(w);
 }
 
+/* node_of: nodes numbered in order of first appearance, through a hash
+ * of the names (a pairwise comparison is O(N^2): seconds at 32k ranks) */
+static int number_nodes(struct loom_world *w)
+{
+	size_t cap = 16, mask, k;
+	int *first, i;
+	while (cap < 2 * (size_t)w->size)
+		cap *= 2;
+	mask = cap - 1;
+	first = malloc(cap * sizeof *first);
+	if (!first)
+		return LOOM_ERR_NOMEM;
+	for (k = 0; k < cap; k++)
+		first[k] = -1;
+	for (i = 0; i < w->size; i++) {
+		const unsigned char *c = (const unsigned char *)w->nodename[i];
+		uint64_t h = 1469598103934665603ull;
+		while (*c)
+			h = (h ^ *c++) * 1099511628211ull;
+		for (k = h & mask; first[k] >= 0 && strcmp(w->nodename[first[k]], w->nodename[i]);
+		     k = (k + 1) & mask)
+			;
+		if (first[k] < 0) {
+			first[k] = i;
+			w->node_of[i] = w->nnodes++;
+		} else {
+			w->node_of[i] = w->node_of[first[k]];
+		}
+	}
+	free(first);
+	return LOOM_SUCCESS;
+}
+
 /* what the engine reports goes to the communicators (comm_core.c) */
 static const struct loom_engine_hooks engine_hooks = { loom_comms_peer_lost, loom_comms_control };
 
@@ -64,7 +94,7 @@ int loom_native_world(loom_comm_t **world)
 {
 	struct loom_world *w;
 	struct loom_boot b;
-	int rc, i, j, *ranks;
+	int rc, i, *ranks;
 	const char *how;
 	*world = NULL;
 
@@ -125,15 +155,16 @@ int loom_native_world(loom_comm_t **world)
 		world_free(w);
 		return LOOM_ERR_NOMEM;
 	}
-	for (i = 0; i < w->size; i++) {
+	for (i = 0; i < w->size; i++)
 		ranks[i] = i;
-		for (j = 0; j < i; j++)
-			if (!strcmp(w->nodename[j], w->nodename[i]))
-				break;
-		w->node_of[i] = j < i ? w->node_of[j] : w->nnodes++;
+	if ((rc = number_nodes(w))) {
+		free(ranks);
+		boot_free(&b);
+		world_free(w);
+		return rc;
 	}
 	loom_log_identity(w->rank, w->size, w->nodename[w->rank]);
-	rc = loom_engine_create(w, b.listen_fd, b.peer_fds, &engine_hooks);
+	rc = loom_engine_create(w, b.listen_fd, b.ip, b.port, b.key, &engine_hooks);
 	boot_free(&b);
 	memset(b.key, 0, sizeof b.key);
 	if (rc) {

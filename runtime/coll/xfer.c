@@ -246,7 +246,11 @@ int loom_x_wait(struct loom_xctx *x, int handle)
 			next_check = now + 0.2;
 			for (i = 0; i < x->n; i++) {
 				struct loom_xreq *q = x->x[i];
-				if (!q->done && peer_dead(c, q->peer)) {
+				/* a peer that wrote its last bytes and exited: they are
+				 * in (ring or engine) before its death is seen, so look
+				 * once more before calling it lost */
+				if (!q->done && peer_dead(c, q->peer) && (progress(x), !x->status) &&
+				    !q->done) {
 					LOOM_ERR("comm %s: %s seq %llu: rank %d is gone", c->name,
 						 x->opname, (unsigned long long)x->seq, q->peer);
 					poison(c, LOOM_ERR_PEER_LOST);

@@ -46,7 +46,7 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 				   int myrank, const char *name)
 {
 	struct loom_comm *c = calloc(1, sizeof *c);
-	int i, j, mynode;
+	int i, j, mynode, *pos;
 	if (!c)
 		return NULL;
 	c->w = w;
@@ -71,6 +71,14 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 	}
 	memcpy(c->wrank, wranks, (size_t)n * sizeof *wranks);
 	mynode = w->node_of[wranks[myrank]];
+	/* world node -> its position here, -1 until a member on it is seen */
+	pos = malloc(((size_t)w->nnodes + 1) * sizeof *pos);
+	if (!pos) {
+		loom_comm_destroy(c);
+		return NULL;
+	}
+	for (j = 0; j < w->nnodes; j++)
+		pos[j] = -1;
 	for (i = 0; i < n; i++) {
 		int nd = w->node_of[wranks[i]];
 		c->local_idx[i] = -1;
@@ -80,16 +88,13 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 			c->local_idx[i] = c->local_size;
 			c->local_members[c->local_size++] = i;
 		}
-		for (j = 0; j < i; j++)
-			if (w->node_of[wranks[j]] == nd)
-				break;
-		if (j < i) {
-			c->node_pos[i] = c->node_pos[j];
-		} else {
-			c->node_pos[i] = c->nnodes;
+		if (pos[nd] < 0) {
+			pos[nd] = c->nnodes;
 			c->leaders[c->nnodes++] = i;
 		}
+		c->node_pos[i] = pos[nd];
 	}
+	free(pos);
 	c->max_local = count_max_local(c);
 	pthread_mutex_init(&c->exec, NULL);
 	pthread_mutex_init(&c->p2p_lock, NULL);

@@ -7,8 +7,79 @@
 
 #include "util/util.h"
 
+#include <poll.h>
+
 struct loom_world;
 struct loom_comm;
+
+/* ---- transport_handshake.c: the authenticated hello of every connection ---- */
+#define LOOM_HS_CH 16
+#define LOOM_HS_MAX_PAYLOAD 128
+#define LOOM_HS_RENDEZVOUS 1u   /* kinds: what the connection is for */
+#define LOOM_HS_MESH 2u
+#define LOOM_HS_FORGED 1        /* loom_hs_read_reply: the server lacks the key */
+#define LOOM_HS_DECLINE 2       /* on_peer: a real peer, closed without a word (a race's loser) */
+#define LOOM_HS_PENDING 64      /* connections an acceptor keeps in their hello at once */
+struct loom_hs_peer {
+	int fd, rank, size;
+	uint32_t ip;                    /* network order */
+	uint8_t srv_ch[LOOM_HS_CH], cli_ch[LOOM_HS_CH];
+	uint8_t payload[LOOM_HS_MAX_PAYLOAD];
+};
+struct loom_hs_cfg {
+	const uint8_t *key;
+	uint32_t kind;
+	size_t plen;                    /* the hello's payload length, fixed by kind */
+	const char *what;               /* names the port in log lines */
+	/* a hello that proved the key: 1 takes p->fd, 0 refuses (logged,
+	 * dropped), < 0 a fatal status for the whole accept */
+	int (*on_peer)(void *arg, const struct loom_hs_peer *p);
+	void *arg;
+};
+/* accept until `need` peers were taken: LOOM_ERR_TIMEOUT at deadline */
+int loom_hs_accept(int lfd, const struct loom_hs_cfg *cfg, int need, double deadline);
+/* the same acceptor for a poll loop of one's own (cfg outlives it): _poll
+ * fills pf with its pending connections (at most LOOM_HS_PENDING) and
+ * lowers *wake to the earliest of their deadlines; _step then reads them,
+ * judges whole hellos, drops the late and accepts what listen_ready says
+ * is waiting on lfd (non-blocking): peers taken, or a fatal status */
+struct loom_hs_acceptor;
+struct loom_hs_acceptor *loom_hs_acceptor_new(const struct loom_hs_cfg *cfg);
+void loom_hs_acceptor_free(struct loom_hs_acceptor *a);
+int loom_hs_acceptor_poll(struct loom_hs_acceptor *a, struct pollfd *pf, double *wake);
+int loom_hs_acceptor_step(struct loom_hs_acceptor *a, int lfd, int listen_ready,
+			  const struct pollfd *pf, int np, int need);
+/* digest: SHA-256 of reply when the caller has it (one table, many
+ * replies), else NULL */
+int loom_hs_reply(const uint8_t *key, const struct loom_hs_peer *p, const void *reply, size_t rlen,
+		  const uint8_t *digest, double deadline);
+/* client: connect (retrying until deadline) and read the challenge; send
+ * the hello; read and check the reply */
+int loom_hs_dial(uint32_t ip, uint16_t port, uint32_t kind, double deadline, struct loom_hs_peer *p);
+int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int rank, int size,
+		  const void *payload, size_t plen, double deadline);
+int loom_hs_read_reply(const uint8_t *key, const struct loom_hs_peer *p, void *reply, size_t rlen,
+		       double deadline);
+/* the client without blocking: _start connects, then poll d->fd for
+ * d->events and call _step: 0 under way, 1 authenticated (d->fd is the
+ * connection), else LOOM_HS_DIAL_*: nothing loom answered, the server
+ * closed without a reply after our hello (it refused or declined us), or
+ * its reply was forged */
+#define LOOM_HS_DIAL_UNREACHABLE (-1)
+#define LOOM_HS_DIAL_DECLINED (-2)
+#define LOOM_HS_DIAL_FORGED (-3)
+struct loom_hs_dialer {
+	int fd, phase;
+	short events;
+	size_t got;
+	uint8_t buf[32];
+	struct loom_hs_peer p;
+};
+int loom_hs_dialer_start(struct loom_hs_dialer *d, uint32_t ip, uint16_t port);
+int loom_hs_dialer_step(struct loom_hs_dialer *d, const uint8_t *key, uint32_t kind, int rank,
+			int size, const void *payload, size_t plen);
+int loom_fd_write_all(int fd, const void *buf, size_t len, double deadline);
+int loom_fd_read_all(int fd, void *buf, size_t len, double deadline);
 
 /* ---- transport_tcp.c: the engine ---- */
 enum { TREQ_SEND = 1, TREQ_RECV = 2 };
@@ -36,8 +107,11 @@ struct loom_engine_hooks {
 	void (*peer_lost)(struct loom_world *w, int peer, int status);
 	int64_t (*control)(struct loom_world *w, int from, int type, uint64_t ctx, int64_t aux);
 };
-int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds,
-		       const struct loom_engine_hooks *hooks);
+/* listen_fd (taken: kept open for the job's life, closed at destroy) and
+ * every rank's address: connections are made on first use, authenticated
+ * with key (copied, wiped at destroy) */
+int loom_engine_create(struct loom_world *w, int listen_fd, const uint32_t *ip,
+		       const uint16_t *port, const uint8_t *key, const struct loom_engine_hooks *hooks);
 void loom_engine_destroy(struct loom_world *w);
 void loom_tcp_post(struct loom_world *w, struct loom_treq *r);
 /* Take r back before completion; after it returns the engine no longer

@@ -1,7 +1,14 @@
-/* runtime/transport/transport_tcp.c: the TCP transport. One connection per pair of
- * world ranks, non-blocking, driven by one engine thread per process
- * (poll), which also answers control messages (abort, timeout diagnosis)
- * while the application computes. Messages carry (communicator context,
+/* runtime/transport/transport_tcp.c: the TCP transport. At most one connection per
+ * pair of world ranks, made when the first message for the peer is posted
+ * (so a rank holds connections only to the peers its algorithms talk to
+ * over TCP), non-blocking, driven by one engine thread per process (poll),
+ * which also answers control messages (abort, timeout diagnosis) while
+ * the application computes, and accepts its peers' connections on the
+ * listening socket it keeps for the job's life. Every connection begins
+ * with the authenticated hello of transport_handshake.c (kind MESH, the
+ * world's nonce as payload). When both ranks of a pair dial at once, the
+ * connection dialed by the lower rank is kept: the higher one declines
+ * the other quietly, and the lower one takes it and drops its own. Messages carry (communicator context,
  * tag) and are matched in FIFO order per sender; a message with no posted
  * receive is kept (eagerly) until one is posted. A sender also writes
  * directly when its queue is empty, so small messages skip the thread.
@@ -14,12 +21,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <openssl/crypto.h>
 
 #define WIRE_MAGIC 0x4c4f4f4du
 #define HDR_LEN 40
@@ -34,8 +44,23 @@ struct umsg {
 	struct umsg *next;
 };
 
+/* a peer's connection: none yet, being dialed, waiting (to dial again, or
+ * for the peer's own dial: ours was declined), up */
+enum { C_IDLE, C_DIAL, C_WAIT, C_UP };
+
+struct mesh_hello { uint64_t nonce; };
+
 struct peer {
 	int fd;
+	int state;            /* C_* */
+	uint32_t ip;          /* where it listens (network order) */
+	uint16_t port;
+	struct loom_hs_dialer *dial;  /* C_DIAL */
+	struct loom_hs_dialer *stray; /* our dial that lost a race: run to its quiet refusal */
+	double until;         /* C_DIAL, C_WAIT: given up then */
+	double retry_at;      /* C_WAIT: dial again then */
+	int tries;            /* dials declined so far */
+	int bye_sent;
 	int bye;              /* said goodbye */
 	int gone;             /* connection closed */
 	struct loom_treq *sq, *sq_tail;
@@ -58,6 +83,13 @@ struct loom_engine {
 	int evfd;
 	int stop;
 	int listen_fd;
+	int closing;          /* finalize: new connections get our goodbye at once */
+	struct loom_hs_acceptor *acc;
+	struct loom_hs_cfg hs;
+	char hs_what[48];
+	uint8_t key[LOOM_KEY_LEN];
+	struct mesh_hello hello;
+	double connect_tmo;   /* LOOM_BOOTSTRAP_TIMEOUT: a dial's whole life */
 	int n, self;
 	size_t unexp_max;     /* LOOM_UNEXPECTED_MAX: bytes kept per peer */
 	struct peer *p;
@@ -94,6 +126,16 @@ static void wake_engine(struct loom_engine *e)
 	}
 }
 
+static void drop_dial(struct loom_hs_dialer **d)
+{
+	if (!*d)
+		return;
+	if ((*d)->fd >= 0)
+		close((*d)->fd);
+	free(*d);
+	*d = NULL;
+}
+
 static void peer_lost(struct loom_engine *e, int i, const char *why)
 {
 	struct peer *p = &e->p[i];
@@ -104,6 +146,8 @@ static void peer_lost(struct loom_engine *e, int i, const char *why)
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
+	drop_dial(&p->dial);
+	drop_dial(&p->stray);
 	if (!p->bye) {
 		LOOM_ERR("rank %d lost: %s", i, why);
 		loom_flight_log_verdict();
@@ -195,7 +239,16 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 {
 	int64_t entered;
 	if (h->type == CTL_BYE) {
-		e->p[from].bye = 1;
+		/* it sends nothing after its goodbye: what we still wait for
+		 * from it never comes */
+		struct peer *p = &e->p[from];
+		struct loom_treq *r, *nx;
+		p->bye = 1;
+		for (r = p->posted; r; r = nx) {
+			nx = r->next;
+			complete(r, LOOM_ERR_PEER_LOST);
+		}
+		p->posted = p->posted_tail = NULL;
 		return;
 	}
 	entered = e->hooks->control(e->w, from, (int)h->type, h->ctx, h->aux);
@@ -377,6 +430,8 @@ static int do_write(struct loom_engine *e, int i)
 	return 0;
 }
 
+static void start_dial(struct loom_engine *e, int i);
+
 static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 {
 	struct peer *p = &e->p[i];
@@ -392,11 +447,135 @@ static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 	else
 		p->sq = r;
 	p->sq_tail = r;
-	if (was_empty) {
+	if (p->state == C_IDLE)
+		start_dial(e, i);
+	else if (was_empty && p->state == C_UP) {
 		do_write(e, i);
 		if (p->sq)
 			wake_engine(e);
 	}
+}
+
+/* ---- connections on first use ---- */
+
+static void say_bye(struct loom_engine *e, int i)
+{
+	struct loom_treq *r;
+	if (e->p[i].bye_sent || e->p[i].gone)
+		return;
+	r = calloc(1, sizeof *r);
+	if (!r)
+		return;
+	e->p[i].bye_sent = 1;
+	r->kind = TREQ_SEND;
+	r->peer = i;
+	r->owned = 1;
+	pack(r, CTL_BYE, 0);
+	enqueue_send(e, i, r);
+}
+
+
+/* fd is an authenticated connection to peer i: its queue can go */
+static void became_up(struct loom_engine *e, int i, int fd)
+{
+	struct peer *p = &e->p[i];
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	if (p->dial && p->dial->fd == fd) {
+		p->dial->fd = -1;
+		drop_dial(&p->dial);
+	} else if (p->dial) {
+		/* closing it now would be a refusal logged at the peer: let it
+		 * say its hello and be declined */
+		drop_dial(&p->stray);
+		p->stray = p->dial;
+		p->dial = NULL;
+	}
+	p->fd = fd;
+	p->state = C_UP;
+	p->tries = 0;
+	LOOM_TRACE("connected to rank %d", i);
+	if (e->closing)
+		say_bye(e, i);
+	if (p->sq) {
+		do_write(e, i);
+		wake_engine(e);
+	}
+}
+
+static void start_dial(struct loom_engine *e, int i)
+{
+	struct peer *p = &e->p[i];
+	int rc;
+	p->dial = calloc(1, sizeof *p->dial);
+	if (!p->dial) {
+		peer_lost(e, i, "out of memory for a connection");
+		return;
+	}
+	rc = loom_hs_dialer_start(p->dial, p->ip, p->port);
+	if (rc) {
+		free(p->dial);
+		p->dial = NULL;
+		peer_lost(e, i, "cannot open a socket to it");
+		return;
+	}
+	if (p->state == C_IDLE)
+		p->until = loom_now() + e->connect_tmo;
+	p->state = C_DIAL;
+	wake_engine(e);   /* the engine polls the new socket */
+}
+
+static void dial_step(struct loom_engine *e, int i)
+{
+	struct peer *p = &e->p[i];
+	char addr[INET_ADDRSTRLEN], why[160];
+	int rc = loom_hs_dialer_step(p->dial, e->key, LOOM_HS_MESH, e->self, e->n, &e->hello,
+				     sizeof e->hello);
+	if (rc == 0)
+		return;
+	if (rc == 1) {
+		became_up(e, i, p->dial->fd);
+		return;
+	}
+	drop_dial(&p->dial);
+	if (rc == LOOM_HS_DIAL_DECLINED) {
+		/* a lower rank dialing us at the same moment (its connection
+		 * wins and comes to us), or an acceptor full of hellos that
+		 * dropped ours: wait, taking its dial if it comes, and dial
+		 * again after a growing pause, until p->until */
+		double pause = 0.02 * (1 << (p->tries < 6 ? p->tries : 6));
+		p->tries++;
+		p->state = C_WAIT;
+		p->retry_at = loom_now() + pause * (1.0 + (double)(e->self % 7) / 7.0);
+		return;
+	}
+	inet_ntop(AF_INET, &p->ip, addr, sizeof addr);
+	snprintf(why, sizeof why, rc == LOOM_HS_DIAL_FORGED
+		 ? "the process at %s:%u (its address) does not hold this job's secret"
+		 : "cannot connect to its address %s:%u (the process exited?)", addr, p->port);
+	peer_lost(e, i, why);
+}
+
+/* a hello that proved the key (the acceptor calls this with e->lock held) */
+static int mesh_peer(void *arg, const struct loom_hs_peer *hp)
+{
+	struct loom_engine *e = arg;
+	struct mesh_hello h;
+	struct peer *p;
+	memcpy(&h, hp->payload, sizeof h);
+	if (h.nonce != e->hello.nonce || hp->size != e->n || hp->rank < 0 || hp->rank >= e->n ||
+	    hp->rank == e->self)
+		return 0;  /* another world of the same key */
+	p = &e->p[hp->rank];
+	if (p->gone || p->state == C_UP)
+		return LOOM_HS_DECLINE;  /* the loser of a race whose winner came first */
+	if (p->state == C_DIAL && hp->rank > e->self)
+		return LOOM_HS_DECLINE;  /* ours, dialed by the lower rank, wins */
+	if (loom_hs_reply(e->key, hp, NULL, 0, NULL, loom_now() + 5.0))
+		return 0;
+	became_up(e, hp->rank, hp->fd);
+	return 1;
 }
 
 void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
@@ -442,7 +621,7 @@ void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
 			if (p->unexp_tail == u)
 				p->unexp_tail = prev;
 			deliver_kept(r, u);
-		} else if (p->gone) {
+		} else if (p->gone || p->bye) {
 			complete(r, LOOM_ERR_PEER_LOST);
 		} else {
 			if (p->posted_tail)
@@ -450,6 +629,10 @@ void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
 			else
 				p->posted = r;
 			p->posted_tail = r;
+			/* the receiver dials too: a sender that died before its
+			 * first message is found out (its port refuses us) */
+			if (p->state == C_IDLE && r->peer != e->self)
+				start_dial(e, r->peer);
 		}
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -547,8 +730,9 @@ int loom_tcp_peer_gone(struct loom_world *w, int peer)
 static void *engine_main(void *arg)
 {
 	struct loom_engine *e = arg;
-	struct pollfd *pf = calloc((size_t)e->n + 1, sizeof *pf);
-	int *who = calloc((size_t)e->n + 1, sizeof *who);
+	size_t cap = 2 * (size_t)e->n + 2 + LOOM_HS_PENDING;  /* a stray dial per peer at most */
+	struct pollfd *pf = calloc(cap, sizeof *pf);
+	int *who = calloc(cap, sizeof *who);
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -560,21 +744,51 @@ static void *engine_main(void *arg)
 	}
 	pthread_mutex_lock(&e->lock);
 	while (!e->stop) {
-		int n = 0, i, k;
+		int n = 0, i, k, lis = -1, acc0 = 0, nacc = 0;
+		double now = loom_now(), wake = now + 0.5;
 		pf[n].fd = e->evfd;
 		pf[n].events = POLLIN;
 		who[n++] = -1;
-		for (i = 0; i < e->n; i++) {
-			if (i == e->self || e->p[i].gone)
-				continue;
-			pf[n].fd = e->p[i].fd;
-			pf[n].events = POLLIN | (e->p[i].sq ? POLLOUT : 0);
-			who[n++] = i;
+		if (e->listen_fd >= 0 && e->acc) {
+			lis = n;
+			pf[n].fd = e->listen_fd;
+			pf[n].events = POLLIN;
+			who[n++] = -1;
+			acc0 = n;
+			nacc = loom_hs_acceptor_poll(e->acc, pf + n, &wake);
+			for (k = 0; k < nacc; k++)
+				who[n++] = -1;
 		}
+		for (i = 0; i < e->n; i++) {
+			struct peer *p = &e->p[i];
+			if (i == e->self || p->gone)
+				continue;
+			if (p->state == C_UP) {
+				pf[n].fd = p->fd;
+				pf[n].events = POLLIN | (p->sq ? POLLOUT : 0);
+			} else if (p->state == C_DIAL) {
+				pf[n].fd = p->dial->fd;
+				pf[n].events = p->dial->events;
+			} else {
+				if (p->state == C_WAIT && p->retry_at < wake)
+					wake = p->retry_at;
+				continue;
+			}
+			if (p->state == C_DIAL && p->until < wake)
+				wake = p->until;
+			who[n++] = i;
+			if (p->stray) {
+				pf[n].fd = p->stray->fd;
+				pf[n].events = p->stray->events;
+				who[n++] = i;
+			}
+		}
+		for (k = 0; k < n; k++)
+			pf[k].revents = 0;
 		pthread_mutex_unlock(&e->lock);
-		k = poll(pf, (nfds_t)n, 500);
+		k = poll(pf, (nfds_t)n, wake > now ? (int)((wake - now) * 1000) + 1 : 0);
 		pthread_mutex_lock(&e->lock);
-		if (k <= 0)
+		if (k < 0)
 			continue;
 		if (pf[0].revents) {
 			uint64_t v;
@@ -582,15 +796,48 @@ static void *engine_main(void *arg)
 				/* nothing to drain */
 			}
 		}
-		for (i = 1; i < n; i++) {
+		for (i = acc0 + nacc; i < n; i++) {
 			int pi = who[i];
-			if (e->p[pi].gone || !pf[i].revents)
+			struct peer *p = &e->p[pi];
+			if (p->gone || !pf[i].revents)
+				continue;
+			if (p->stray && p->stray->fd == pf[i].fd) {
+				if (loom_hs_dialer_step(p->stray, e->key, LOOM_HS_MESH, e->self, e->n,
+							&e->hello, sizeof e->hello))
+					drop_dial(&p->stray);
+				continue;
+			}
+			if (p->state == C_DIAL) {
+				if (p->dial->fd == pf[i].fd)
+					dial_step(e, pi);
+				continue;
+			}
+			if (p->state != C_UP || p->fd != pf[i].fd)
 				continue;
 			if (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
 				if (do_read(e, pi) < 0)
 					continue;
-			if (e->p[pi].sq)
+			if (p->sq)
 				do_write(e, pi);
+		}
+		if (lis >= 0) {
+			int rc = loom_hs_acceptor_step(e->acc, e->listen_fd, pf[lis].revents & POLLIN,
+						       pf + acc0, nacc, e->n);
+			if (rc < 0)
+				LOOM_WARN("engine: accepting a connection failed: %s", loom_strerror(rc));
+		}
+		now = loom_now();
+		for (i = 0; i < e->n; i++) {
+			struct peer *p = &e->p[i];
+			if (p->gone || (p->state != C_DIAL && p->state != C_WAIT))
+				continue;
+			if (p->until < now)
+				peer_lost(e, i, p->tries
+					  ? "it declined every hello we sent within LOOM_BOOTSTRAP_TIMEOUT "
+					    "(another LOOM_JOB_SECRET?)"
+					  : "its listening socket took no connection within LOOM_BOOTSTRAP_TIMEOUT");
+			else if (p->state == C_WAIT && p->retry_at <= now)
+				start_dial(e, i);
 		}
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -599,8 +846,8 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
-int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds,
-		       const struct loom_engine_hooks *hooks)
+int loom_engine_create(struct loom_world *w, int listen_fd, const uint32_t *ip,
+		       const uint16_t *port, const uint8_t *key, const struct loom_engine_hooks *hooks)
 {
 	struct loom_engine *e = calloc(1, sizeof *e);
 	int i;
@@ -622,15 +869,31 @@ int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds,
 		double m = loom_env_double("LOOM_UNEXPECTED_MAX", 4.0 * (1ull << 30));
 		e->unexp_max = m >= 1 ? (size_t)m : 4ull << 30;
 	}
+	e->connect_tmo = loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120);
+	if (!(e->connect_tmo > 0))
+		e->connect_tmo = 120;
+	memcpy(e->key, key, sizeof e->key);
+	e->hello.nonce = w->nonce;
+	snprintf(e->hs_what, sizeof e->hs_what, "rank %d's mesh port", w->rank);
+	e->hs.key = e->key;
+	e->hs.kind = LOOM_HS_MESH;
+	e->hs.plen = sizeof e->hello;
+	e->hs.what = e->hs_what;
+	e->hs.on_peer = mesh_peer;
+	e->hs.arg = e;
 	for (i = 0; i < e->n; i++) {
-		e->p[i].fd = peer_fds ? peer_fds[i] : -1;
-		if (i != e->self && e->p[i].fd >= 0)
-			fcntl(e->p[i].fd, F_SETFL, fcntl(e->p[i].fd, F_GETFL) | O_NONBLOCK);
+		e->p[i].fd = -1;
+		e->p[i].ip = ip ? ip[i] : 0;
+		e->p[i].port = port ? port[i] : 0;
 	}
 	w->eng = e;
 	if (w->size > 1) {
+		int fl = listen_fd >= 0 ? fcntl(listen_fd, F_GETFL) : -1;
+		if (fl >= 0)
+			fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK);
+		e->acc = loom_hs_acceptor_new(&e->hs);
 		e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (e->evfd < 0 || pthread_create(&e->thr, NULL, engine_main, e) != 0) {
+		if (!e->acc || e->evfd < 0 || pthread_create(&e->thr, NULL, engine_main, e) != 0) {
 			LOOM_ERR("cannot start the progress thread: %s", strerror(errno));
 			return LOOM_ERR_SYSTEM;
 		}
@@ -639,28 +902,57 @@ int loom_engine_create(struct loom_world *w, int listen_fd, int *peer_fds,
 	return LOOM_SUCCESS;
 }
 
+/* every connection's queue is out and the peer said goodbye too (or is
+ * gone): closing now loses nothing either side still reads */
+static int all_parted(struct loom_engine *e)
+{
+	int i;
+	for (i = 0; i < e->n; i++) {
+		struct peer *p = &e->p[i];
+		if (i == e->self || p->gone || p->state == C_IDLE)
+			continue;
+		if (p->state != C_UP || p->sq || !p->bye)
+			return 0;
+	}
+	return 1;
+}
+
 void loom_engine_destroy(struct loom_world *w)
 {
 	struct loom_engine *e = w->eng;
-	int i;
+	int i, parted;
 	double until;
 	if (!e)
 		return;
+	/* goodbye on every connection (made or under way); each side then
+	 * waits for the other's, bounded, before anyone closes */
+	pthread_mutex_lock(&e->lock);
+	e->closing = 1;
 	for (i = 0; i < e->n; i++)
-		if (i != e->self)
-			loom_tcp_control(w, i, CTL_BYE, 0, 0);
-	/* let queued messages drain (bounded) */
-	until = loom_now() + 5.0;
+		if (i != e->self && e->p[i].state != C_IDLE)
+			say_bye(e, i);
+	pthread_mutex_unlock(&e->lock);
+	until = loom_now() + (w->timeout < 30 ? w->timeout : 30);
 	for (;;) {
-		int busy = 0;
 		pthread_mutex_lock(&e->lock);
-		for (i = 0; i < e->n; i++)
-			if (e->p[i].sq && !e->p[i].gone)
-				busy = 1;
+		parted = all_parted(e);
 		pthread_mutex_unlock(&e->lock);
-		if (!busy || loom_now() > until)
+		if (parted || loom_now() > until || !e->have_thr)
 			break;
 		usleep(1000);
+	}
+	if (!parted && e->have_thr) {
+		char who[256] = "";
+		size_t l = 0;
+		pthread_mutex_lock(&e->lock);
+		for (i = 0; i < e->n && l + 12 < sizeof who; i++) {
+			struct peer *p = &e->p[i];
+			if (i != e->self && !p->gone && p->state != C_IDLE && (p->state != C_UP || p->sq || !p->bye))
+				l += (size_t)snprintf(who + l, sizeof who - l, "%s%d", l ? "," : "", i);
+		}
+		pthread_mutex_unlock(&e->lock);
+		LOOM_INFO("finalize: no goodbye from rank(s) %s within %.0f s; closing anyway", who,
+			  w->timeout < 30 ? w->timeout : 30);
 	}
 	pthread_mutex_lock(&e->lock);
 	e->stop = 1;
@@ -669,6 +961,7 @@ void loom_engine_destroy(struct loom_world *w)
 		wake_engine(e);
 		pthread_join(e->thr, NULL);
 	}
+	loom_hs_acceptor_free(e->acc);
 	for (i = 0; i < e->n; i++) {
 		struct peer *p = &e->p[i];
 		struct umsg *u, *nu;
@@ -678,6 +971,8 @@ void loom_engine_destroy(struct loom_world *w)
 			shutdown(p->fd, SHUT_WR);
 			close(p->fd);
 		}
+		drop_dial(&p->dial);
+		drop_dial(&p->stray);
 		for (r = p->sq; r; r = nr) {
 			nr = r->next;
 			complete(r, LOOM_ERR_PEER_LOST);
@@ -696,6 +991,7 @@ void loom_engine_destroy(struct loom_world *w)
 		close(e->evfd);
 	if (e->listen_fd >= 0)
 		close(e->listen_fd);
+	OPENSSL_cleanse(e->key, sizeof e->key);
 	pthread_mutex_destroy(&e->lock);
 	free(e->p);
 	free(e);

@@ -1,12 +1,12 @@
-/* t/security/handshake_fuzz.c: the authenticated hello (runtime/boot/
- * handshake.c) against hostile bytes, in bounded runs: an acceptor that
- * waits for one real peer gets, before it, hundreds of connections that
- * close at once, send random bytes, truncated hellos, hellos with a
- * random MAC, hellos under another key, and hellos under the right key
- * for another world; some stay open, idle. Only the real peer is taken.
- * Then a client against a server that answers with random challenges and
- * forged replies: every such server is found out. t/t7003 runs this under
- * valgrind too. */
+/* t/security/handshake_fuzz.c: the authenticated hello
+ * (runtime/transport/transport_handshake.c) against hostile bytes, in
+ * bounded runs: an acceptor that waits for one real peer gets, before
+ * it, hundreds of connections that close at once, send random bytes,
+ * truncated hellos, hellos with a random MAC, hellos under another key,
+ * and hellos under the right key for another world; some stay open,
+ * idle. Only the real peer is taken. Then a client against a server that
+ * answers with random challenges and forged replies: every such server
+ * is found out. t/t7003 runs this under valgrind too. */
 #include "boot/boot.h"
 
 #include <arpa/inet.h>

@@ -1,5 +1,6 @@
-/* runtime/boot/handshake.c: the authenticated hello that every connection
- * of the rendezvous and of the mesh begins with (docs/security.md).
+/* runtime/transport/transport_handshake.c: the authenticated hello that
+ * every connection of the rendezvous and of the TCP engine begins with
+ * (docs/security.md).
  *
  *   server, on accept:  magic kind challenge_s                 (24 bytes)
  *   client:             magic kind rank size challenge_c
@@ -13,8 +14,11 @@
  * the kind and known to both sides, never taken from the wire. The server
  * keeps up to HS_PENDING connections in flight at once, each with its own
  * short deadline, so idle or garbage connections neither block the job's
- * ranks nor take their place; a failed hello is logged and dropped. */
-#include "boot/boot.h"
+ * ranks nor take their place; a failed hello is logged and dropped.
+ * The acceptor is an object that a poll loop drives (the engine keeps one
+ * for the job's life; loom_hs_accept loops it until enough peers came),
+ * and the client has a non-blocking form for the engine too. */
+#include "transport/transport.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,7 +33,7 @@
 #include <unistd.h>
 
 #define HS_MAGIC 0x4c4d4832u   /* "LMH2" */
-#define HS_PENDING 64          /* connections in their hello at once */
+#define HS_PENDING LOOM_HS_PENDING
 #define HS_PER_CONN 5.0        /* seconds a connection may take for its hello */
 #define HS_LOGGED 8            /* refusals logged one by one, then counted */
 
@@ -82,6 +86,54 @@ static void nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+int loom_fd_write_all(int fd, const void *buf, size_t len, double deadline)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		{
+			struct pollfd pf = { fd, POLLOUT, 0 };
+			double left = deadline - loom_now();
+			if (left <= 0)
+				return -1;
+			poll(&pf, 1, left > 0.5 ? 500 : (int)(left * 1000) + 1);
+		}
+	}
+	return 0;
+}
+
+int loom_fd_read_all(int fd, void *buf, size_t len, double deadline)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -1;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		{
+			struct pollfd pf = { fd, POLLIN, 0 };
+			double left = deadline - loom_now();
+			if (left <= 0)
+				return -1;
+			poll(&pf, 1, left > 0.5 ? 500 : (int)(left * 1000) + 1);
+		}
+	}
+	return 0;
+}
+
 /* ---- server ---- */
 
 struct pending {
@@ -94,14 +146,14 @@ struct pending {
 	uint8_t buf[HS_MAX_MSG];
 };
 
-struct acceptor {
+struct loom_hs_acceptor {
 	const struct loom_hs_cfg *cfg;
 	struct pending p[HS_PENDING];
 	int n;
 	unsigned refused;
 };
 
-static void refuse(struct acceptor *a, int i, const char *why)
+static void refuse(struct loom_hs_acceptor *a, int i, const char *why)
 {
 	struct pending *p = &a->p[i];
 	char addr[INET_ADDRSTRLEN] = "?";
@@ -116,7 +168,7 @@ static void refuse(struct acceptor *a, int i, const char *why)
 	a->p[i] = a->p[--a->n];
 }
 
-static void admit(struct acceptor *a, int fd, const struct sockaddr_in *from)
+static void admit(struct loom_hs_acceptor *a, int fd, const struct sockaddr_in *from)
 {
 	struct hs_challenge c;
 	struct pending *p;
@@ -152,7 +204,7 @@ static void admit(struct acceptor *a, int fd, const struct sockaddr_in *from)
 }
 
 /* The whole hello is in: check it; 1 when the callback took the peer. */
-static int judge(struct acceptor *a, int i)
+static int judge(struct loom_hs_acceptor *a, int i)
 {
 	const struct loom_hs_cfg *cfg = a->cfg;
 	struct pending *p = &a->p[i];
@@ -187,24 +239,104 @@ static int judge(struct acceptor *a, int i)
 		refuse(a, i, "the job's secret, but not a rank this one waits for");
 		return 0;
 	}
+	if (rc == LOOM_HS_DECLINE) {
+		close(p->fd);  /* a real peer whose connection another one replaces */
+		a->p[i] = a->p[--a->n];
+		return 0;
+	}
 	a->p[i] = a->p[--a->n];  /* the fd is the callback's now */
 	return 1;
 }
 
+struct loom_hs_acceptor *loom_hs_acceptor_new(const struct loom_hs_cfg *cfg)
+{
+	struct loom_hs_acceptor *a;
+	if (cfg->plen > LOOM_HS_MAX_PAYLOAD)
+		return NULL;
+	a = calloc(1, sizeof *a);
+	if (a)
+		a->cfg = cfg;
+	return a;
+}
+
+void loom_hs_acceptor_free(struct loom_hs_acceptor *a)
+{
+	int i;
+	if (!a)
+		return;
+	for (i = 0; i < a->n; i++)
+		close(a->p[i].fd);
+	if (a->refused > HS_LOGGED)
+		LOOM_WARN("bootstrap: %s: %u connections refused in all", a->cfg->what, a->refused);
+	free(a);
+}
+
+int loom_hs_acceptor_poll(struct loom_hs_acceptor *a, struct pollfd *pf, double *wake)
+{
+	int i;
+	for (i = 0; i < a->n; i++) {
+		pf[i].fd = a->p[i].fd;
+		pf[i].events = POLLIN;
+		pf[i].revents = 0;
+		if (a->p[i].until < *wake)
+			*wake = a->p[i].until;
+	}
+	return a->n;
+}
+
+int loom_hs_acceptor_step(struct loom_hs_acceptor *a, int lfd, int listen_ready,
+			  const struct pollfd *pf, int np, int need)
+{
+	size_t msg = sizeof(struct hs_hello) + a->cfg->plen + LOOM_MAC_LEN;
+	int got = 0, rc, i;
+	double now;
+	/* the pending ones first (indices move as they leave), newest last */
+	for (i = np - 1; i >= 0 && got < need; i--) {
+		struct pending *p = &a->p[i];
+		ssize_t r;
+		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		r = recv(p->fd, p->buf + p->got, msg - p->got, MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR && errno != EWOULDBLOCK)) {
+			refuse(a, i, p->got ? "closed in the middle of its hello" : "closed before its hello");
+			continue;
+		}
+		if (r < 0)
+			continue;
+		p->got += (size_t)r;
+		if (p->got < msg)
+			continue;
+		rc = judge(a, i);
+		if (rc < 0)
+			return rc;
+		got += rc;
+	}
+	now = loom_now();
+	for (i = a->n - 1; i >= 0; i--)
+		if (a->p[i].until < now)
+			refuse(a, i, a->p[i].got ? "its hello is incomplete after 5 s"
+				   : "it sent no hello within 5 s");
+	if (listen_ready) {
+		for (;;) {
+			struct sockaddr_in from;
+			socklen_t fl = sizeof from;
+			int s = accept4(lfd, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (s < 0)
+				break;
+			admit(a, s, &from);
+		}
+	}
+	return got;
+}
+
 int loom_hs_accept(int lfd, const struct loom_hs_cfg *cfg, int need, double deadline)
 {
-	struct acceptor *a = calloc(1, sizeof *a);
+	struct loom_hs_acceptor *a = loom_hs_acceptor_new(cfg);
 	struct pollfd pf[1 + HS_PENDING];
-	size_t msg = sizeof(struct hs_hello) + cfg->plen + LOOM_MAC_LEN;
 	int got = 0, rc = LOOM_SUCCESS, i;
 	if (!a)
-		return LOOM_ERR_NOMEM;
-	if (cfg->plen > LOOM_HS_MAX_PAYLOAD) {
-		free(a);
-		return LOOM_ERR_INVALID;
-	}
-	a->cfg = cfg;
-	/* accept until EAGAIN below: the listening socket must not block */
+		return cfg->plen > LOOM_HS_MAX_PAYLOAD ? LOOM_ERR_INVALID : LOOM_ERR_NOMEM;
+	/* accept until EAGAIN: the listening socket must not block */
 	i = fcntl(lfd, F_GETFL);
 	if (i >= 0)
 		fcntl(lfd, F_SETFL, i | O_NONBLOCK);
@@ -217,62 +349,20 @@ int loom_hs_accept(int lfd, const struct loom_hs_cfg *cfg, int need, double dead
 		}
 		pf[0].fd = lfd;
 		pf[0].events = POLLIN;
-		for (i = 0; i < a->n; i++) {
-			pf[1 + i].fd = a->p[i].fd;
-			pf[1 + i].events = POLLIN;
-			if (a->p[i].until < wake)
-				wake = a->p[i].until;
-		}
-		np = a->n;
+		pf[0].revents = 0;
+		np = loom_hs_acceptor_poll(a, pf + 1, &wake);
 		if (poll(pf, (nfds_t)(1 + np), wake > now ? (int)((wake - now) * 1000) + 1 : 0) < 0 &&
 		    errno != EINTR) {
 			rc = LOOM_ERR_SYSTEM;
 			break;
 		}
-		/* the pending ones first (indices move as they leave), newest last */
-		for (i = np - 1; i >= 0 && got < need; i--) {
-			struct pending *p = &a->p[i];
-			ssize_t r;
-			if (!(pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			r = recv(p->fd, p->buf + p->got, msg - p->got, MSG_DONTWAIT);
-			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR && errno != EWOULDBLOCK)) {
-				refuse(a, i, p->got ? "closed in the middle of its hello" : "closed before its hello");
-				continue;
-			}
-			if (r < 0)
-				continue;
-			p->got += (size_t)r;
-			if (p->got < msg)
-				continue;
-			rc = judge(a, i);
-			if (rc < 0)
-				goto out;
-			got += rc;
-			rc = LOOM_SUCCESS;
-		}
-		now = loom_now();
-		for (i = a->n - 1; i >= 0; i--)
-			if (a->p[i].until < now)
-				refuse(a, i, a->p[i].got ? "its hello is incomplete after 5 s"
-					   : "it sent no hello within 5 s");
-		if (pf[0].revents & POLLIN) {
-			for (;;) {
-				struct sockaddr_in from;
-				socklen_t fl = sizeof from;
-				int s = accept4(lfd, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
-				if (s < 0)
-					break;
-				admit(a, s, &from);
-			}
-		}
+		rc = loom_hs_acceptor_step(a, lfd, pf[0].revents & POLLIN, pf + 1, np, need - got);
+		if (rc < 0)
+			break;
+		got += rc;
+		rc = LOOM_SUCCESS;
 	}
-out:
-	for (i = 0; i < a->n; i++)
-		close(a->p[i].fd);
-	if (a->refused > HS_LOGGED)
-		LOOM_WARN("bootstrap: %s: %u connections refused in all", cfg->what, a->refused);
-	free(a);
+	loom_hs_acceptor_free(a);
 	return rc;
 }
 
@@ -364,4 +454,84 @@ int loom_hs_read_reply(const uint8_t *key, const struct loom_hs_peer *p, void *r
 	loom_sha256(reply, rlen, d);
 	reply_mac(key, p, d, want);
 	return loom_mac_equal(mac, want) ? LOOM_SUCCESS : LOOM_HS_FORGED;
+}
+
+/* ---- the non-blocking client, for the engine's poll loop ---- */
+
+enum { D_CONNECT = 1, D_CHALLENGE, D_REPLY };
+
+int loom_hs_dialer_start(struct loom_hs_dialer *d, uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in a;
+	memset(d, 0, sizeof *d);
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = ip;
+	a.sin_port = htons(port);
+	d->p.fd = -1;
+	d->p.ip = ip;
+	d->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (d->fd < 0)
+		return LOOM_HS_DIAL_UNREACHABLE;
+	if (connect(d->fd, (struct sockaddr *)&a, sizeof a) && errno != EINPROGRESS) {
+		close(d->fd);
+		d->fd = -1;
+		return LOOM_HS_DIAL_UNREACHABLE;
+	}
+	nodelay(d->fd);
+	d->phase = D_CONNECT;
+	d->events = POLLOUT;
+	return 0;
+}
+
+/* read into d->buf up to want bytes: 1 when all are in, 0 not yet, -1 closed */
+static int dial_read(struct loom_hs_dialer *d, size_t want)
+{
+	ssize_t n = recv(d->fd, d->buf + d->got, want - d->got, MSG_DONTWAIT);
+	if (n > 0)
+		d->got += (size_t)n;
+	else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+		return -1;
+	return d->got == want;
+}
+
+int loom_hs_dialer_step(struct loom_hs_dialer *d, const uint8_t *key, uint32_t kind, int rank,
+			int size, const void *payload, size_t plen)
+{
+	if (d->phase == D_CONNECT) {
+		int err = 0;
+		socklen_t el = sizeof err;
+		if (getsockopt(d->fd, SOL_SOCKET, SO_ERROR, &err, &el) || err)
+			return LOOM_HS_DIAL_UNREACHABLE;
+		d->phase = D_CHALLENGE;
+		d->events = POLLIN;
+		d->got = 0;
+		return 0;
+	}
+	if (d->phase == D_CHALLENGE) {
+		struct hs_challenge c;
+		int r = dial_read(d, sizeof c);
+		if (r <= 0)
+			return r < 0 ? LOOM_HS_DIAL_UNREACHABLE : 0;
+		memcpy(&c, d->buf, sizeof c);
+		if (c.magic != HS_MAGIC || c.kind != kind)
+			return LOOM_HS_DIAL_UNREACHABLE;
+		d->p.fd = d->fd;
+		memcpy(d->p.srv_ch, c.ch, LOOM_HS_CH);
+		/* ~100 bytes into a fresh socket's empty buffer */
+		if (loom_hs_hello(key, &d->p, kind, rank, size, payload, plen, loom_now() + HS_PER_CONN))
+			return LOOM_HS_DIAL_UNREACHABLE;
+		d->phase = D_REPLY;
+		d->got = 0;
+		return 0;
+	}
+	{
+		uint8_t want[LOOM_MAC_LEN], dg[32];
+		int r = dial_read(d, LOOM_MAC_LEN);
+		if (r <= 0)
+			return r < 0 ? LOOM_HS_DIAL_DECLINED : 0;
+		loom_sha256(NULL, 0, dg);
+		reply_mac(key, &d->p, dg, want);
+		return loom_mac_equal(d->buf, want) ? 1 : LOOM_HS_DIAL_FORGED;
+	}
 }
