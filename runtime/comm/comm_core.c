@@ -221,8 +221,11 @@ int64_t loom_comms_control(struct loom_world *w, int from, int type, uint64_t ct
 	if (c) {
 		if (type == CTL_ABORT) {
 			int zero = 0;
-			if (atomic_compare_exchange_strong(&c->failed, &zero, (int)aux))
-				LOOM_ERR("communicator %s aborted by rank %d", c->name, from);
+			if (atomic_compare_exchange_strong(&c->failed, &zero, LOOM_ABORT_STATUS(aux))) {
+				LOOM_ERR("communicator %s aborted by rank %d", c->name,
+					 LOOM_ABORT_ORIGIN(aux, from));
+				entered = 1;  /* newly aborted here: the engine passes it on */
+			}
 			loom_bell_ring(loom_comm_bell(c));
 		} else if (type == CTL_STATUS_REQ) {
 			entered = (int64_t)atomic_load(&c->seq);

@@ -88,7 +88,8 @@ int loom_native_abort(struct loom_comm *c)
 	LOOM_ERR("communicator %s aborted by this rank", c->name);
 	for (i = 0; i < c->size; i++)
 		if (i != c->rank)
-			loom_tcp_control(c->w, c->wrank[i], CTL_ABORT, c->ctx, LOOM_ERR_ABORTED);
+			loom_tcp_control(c->w, c->wrank[i], CTL_ABORT, c->ctx,
+					 LOOM_ABORT_AUX(LOOM_ERR_ABORTED, c->wrank[c->rank]));
 	loom_bell_ring(loom_comm_bell(c));
 	if (c->nodec)
 		atomic_store(&c->nodec->failed, LOOM_ERR_ABORTED);

@@ -102,7 +102,15 @@ struct loom_world;
 /* What the engine reports upward, to the communicators: a peer's
  * connection lost (every communicator with it fails with status), and a
  * control message for communicator ctx (CTL_STATUS_REQ: returns the
- * operations it has entered, for the engine's reply; else -1). */
+ * operations it has entered, for the engine's reply; CTL_ABORT: 1 when
+ * it newly failed the communicator, and the engine passes the abort on;
+ * else -1). A CTL_ABORT's aux is LOOM_ABORT_AUX(status, world rank that
+ * aborted), so a passed-on abort still names its origin. */
+#define LOOM_ABORT_AUX(status, origin) \
+	((int64_t)(((uint64_t)(uint32_t)((origin) + 1) << 32) | (uint32_t)(int32_t)(status)))
+#define LOOM_ABORT_STATUS(aux) ((int)(int32_t)(uint32_t)((uint64_t)(aux) & 0xffffffffu))
+#define LOOM_ABORT_ORIGIN(aux, from) \
+	((int)((uint64_t)(aux) >> 32) ? (int)((uint64_t)(aux) >> 32) - 1 : (from))
 struct loom_engine_hooks {
 	void (*peer_lost)(struct loom_world *w, int peer, int status);
 	int64_t (*control)(struct loom_world *w, int from, int type, uint64_t ctx, int64_t aux);

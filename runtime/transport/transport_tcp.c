@@ -252,6 +252,28 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 		return;
 	}
 	entered = e->hooks->control(e->w, from, (int)h->type, h->ctx, h->aux);
+	if (h->type == CTL_ABORT && entered == 1) {
+		/* Connections are made on first use, so the aborting rank may
+		 * still be dialing a peer when that peer hears our goodbye and
+		 * fails with PEER_LOST instead. Pass the abort on over every
+		 * connection we have: it goes ahead of our goodbye on the same
+		 * stream. A rank that had already failed the communicator does
+		 * not pass it on again, so relays end. */
+		for (int i = 0; i < e->n; i++) {
+			struct peer *q = &e->p[i];
+			struct loom_treq *r;
+			if (i == e->self || i == from || q->state != C_UP || q->gone || q->bye_sent)
+				continue;
+			if (!(r = calloc(1, sizeof *r)))
+				break;
+			r->kind = TREQ_SEND;
+			r->peer = i;
+			r->ctx = h->ctx;
+			r->owned = 1;
+			pack(r, CTL_ABORT, h->aux);
+			enqueue_send(e, i, r);
+		}
+	}
 	if (h->type == CTL_STATUS_REQ) {
 		struct loom_treq *r = calloc(1, sizeof *r);
 		if (!r)
