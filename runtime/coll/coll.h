@@ -29,6 +29,9 @@ int loom_x_recv(struct loom_xctx *x, int peer, void *buf, size_t len);
 int loom_x_recv_reduce(struct loom_xctx *x, int peer, void *buf, size_t count, loom_dtype_t dt,
 		       loom_op_t op);
 int loom_x_wait(struct loom_xctx *x, int handle);  /* -1: all */
+/* wait until ready(arg), a change local rank peer makes in shared memory,
+ * with the deadline and liveness checks of loom_x_wait */
+int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *arg);
 int loom_x_end(struct loom_xctx *x);               /* waits for all, frees; returns status */
 void loom_x_abandon(struct loom_xctx *x);          /* cancel whatever is left */
 struct loom_opctx;
@@ -70,9 +73,26 @@ static inline size_t loom_blk_off(size_t count, int n, int i)
 }
 static inline int loom_mod(int a, int n) { return ((a % n) + n) % n; }
 
+/* ---- coll_fbox.c: small operations of a one-node communicator ---- */
+int loom_fbox_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+			struct loom_opctx *o);
+int loom_fbox_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		     loom_op_t op, int root, struct loom_opctx *o);
+int loom_fbox_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, struct loom_opctx *o);
+int loom_fbox_allgather(struct loom_comm *c, const char *s, char *r, size_t bytes,
+			struct loom_opctx *o);
+int loom_fbox_reduce_scatter(struct loom_comm *c, const char *s, char *r, size_t n,
+			     loom_dtype_t dt, loom_op_t op, struct loom_opctx *o);
+int loom_fbox_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
+		       struct loom_opctx *o);
+int loom_fbox_barrier(struct loom_comm *c, struct loom_opctx *o);
+
 /* ---- plan.c: which algorithm ---- */
 enum { LOOM_ALG_TRIVIAL = 0, LOOM_ALG_RD, LOOM_ALG_RING, LOOM_ALG_HIER, LOOM_ALG_TREE,
-       LOOM_ALG_CHAIN };
+       LOOM_ALG_CHAIN, LOOM_ALG_FBOX,
+       LOOM_ALG_LANES, LOOM_ALG_LANES_RS };
+/* the fast boxes, for an operation where each rank posts post_bytes */
+int loom_plan_fbox(int transport, int size, int nnodes, size_t post_bytes);
 int loom_plan_allreduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
 			size_t count);
 int loom_plan_bcast(int transport, int size, int nnodes, int local_size_max, size_t bytes);
