@@ -120,10 +120,10 @@ static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t
 /* Lanes (every node holds as many ranks, plan.c): small, allreduce in
  * the node, then every lane (one rank per node) allreduces the node
  * results, each lane the same way, so no broadcast follows; large, the
- * node's ring reduce-scatter leaves each rank one block of the node's
- * sum, its lane allreduces that block across nodes (all lanes at once:
- * every rank carries 1/local_size of the inter-node volume), the node's
- * ring allgather spreads the blocks. Each element is reduced by one
+ * node's reduce-scatter (direct reads, else the ring) leaves each rank one
+ * block of the node's sum, its lane allreduces that block across nodes
+ * (all lanes at once: every rank carries 1/local_size of the inter-node
+ * volume), the node's allgather spreads the blocks. Each element is reduced by one
  * chain of ranks and copied from there: bit-identical everywhere. */
 static int lanes_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt,
 			   loom_op_t op, struct loom_opctx *o, int large)
@@ -131,19 +131,28 @@ static int lanes_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_
 	struct loom_opctx so = *o;
 	struct loom_comm *nc;
 	size_t es = loom_dtype_size(dt), off = 0, cnt = n;
-	int rc = loom_comm_ensure_hier(c), L;
+	int rc = loom_comm_ensure_hier(c), L, fallback, direct = 0;
 	if (rc)
 		return rc;
 	nc = c->nodec;
 	L = nc->size;
 	if (L > 1) {
+		int b = (nc->rank + 1) % L;  /* the block the ring leaves here */
 		so.seq = loom_op_enter(nc);
-		rc = large ? ring_rs(nc, buf, n, dt, op, &so)
-			   : loom_coll_allreduce(nc, buf, buf, n, dt, op, &so);
+		if (!large) {
+			rc = loom_coll_allreduce(nc, buf, buf, n, dt, op, &so);
+		} else if (loom_plan_direct(c->w->transport, L, 1, n * es)) {
+			rc = loom_direct_rs(nc, buf, n, dt, op, &so, &fallback);
+			if (!rc && !fallback)
+				b = nc->rank, direct = 1;
+			else if (!rc)
+				rc = ring_rs(nc, buf, n, dt, op, &so);
+		} else {
+			rc = ring_rs(nc, buf, n, dt, op, &so);
+		}
 		if (rc)
 			return rc;
 		if (large) {
-			int b = (nc->rank + 1) % L;
 			off = loom_blk_off(n, L, b);
 			cnt = loom_blk_cnt(n, L, b);
 		}
@@ -153,7 +162,8 @@ static int lanes_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_
 		return rc;
 	if (L > 1 && large) {
 		so.seq = loom_op_enter(nc);
-		rc = ring_ag(nc, buf, n, es, &so);
+		rc = direct ? loom_direct_ag(nc, buf, n, es, &so, &fallback)
+			    : ring_ag(nc, buf, n, es, &so);
 	}
 	return rc;
 }
@@ -196,6 +206,12 @@ int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, l
 	case LOOM_ALG_LANES: return lanes_allreduce(c, r, n, dt, op, o, 0);
 	case LOOM_ALG_LANES_RS: return lanes_allreduce(c, r, n, dt, op, o, 1);
 	case LOOM_ALG_RD: return rd_allreduce(c, r, n, dt, op, o);
+	case LOOM_ALG_DIRECT: {
+		int fallback, rc = loom_direct_allreduce(c, r, n, dt, op, o, &fallback);
+		if (rc || !fallback)
+			return rc;
+		return ring_allreduce(c, r, n, dt, op, o);
+	}
 	default: return ring_allreduce(c, r, n, dt, op, o);
 	}
 }

@@ -5,7 +5,10 @@
  * read the others' boxes and compute the result locally. No ring slots,
  * no system calls while the peers run. Reductions combine the boxes in
  * rank order 0, 1, ..., N-1 on every rank, so results are bit-identical
- * across ranks and reruns. plan.c decides when these apply. */
+ * across ranks and reruns. plan.c decides when these apply. The boxes
+ * are numbered by their own count of uses (the same on every rank, as
+ * every rank makes the same choices), so the direct-read collectives
+ * (coll_direct.c) also synchronise through them. */
 #include "coll/coll.h"
 
 #include <string.h>
@@ -31,7 +34,7 @@ static void fb_begin(struct fb *f, struct loom_comm *c, struct loom_opctx *o, ui
 {
 	loom_x_begin_o(&f->x, c, o, o->seq);
 	f->c = c;
-	f->seq = o->seq;
+	f->seq = loom_shm_fbox_next(c);
 	f->kind = kind;
 	f->len = len;
 	f->mismatch = 0;

@@ -26,6 +26,12 @@ int loom_coll_alltoall(struct loom_comm *c, const void *sv, void *rv, size_t byt
 		memmove(r + (size_t)me * bytes, s + (size_t)me * bytes, bytes);
 	if (N == 1)
 		return LOOM_SUCCESS;
+	if (!copy && loom_plan_direct(c->w->transport, N, c->nnodes, (size_t)N * bytes)) {
+		int fallback;
+		k = loom_direct_alltoall(c, s, r, bytes, o, &fallback);
+		if (k || !fallback)
+			return k;
+	}
 	loom_x_begin_o(&x, c, o, o->seq);
 	for (k = 1; k < N; k++) {
 		int to = (me + k) % N, from = (me + N - k) % N;

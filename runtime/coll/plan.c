@@ -48,6 +48,11 @@ int loom_plan_fbox(int transport, int size, int nnodes, size_t post_bytes)
 	return size > 1 && nnodes == 1 && transport != LOOM_TR_TCP && post_bytes <= LOOM_FBOX_BYTES;
 }
 
+int loom_plan_direct(int transport, int size, int nnodes, size_t bytes)
+{
+	return size > 1 && nnodes == 1 && transport != LOOM_TR_TCP && bytes >= LOOM_DIRECT_BYTES;
+}
+
 int loom_plan_uses_hier(int transport, int size, int nnodes, int local_size_max)
 {
 	return transport == LOOM_TR_AUTO && size > 2 && nnodes > 1 && local_size_max > 1;
@@ -76,12 +81,16 @@ int loom_plan_allreduce(int transport, int size, int nnodes, int local_size_max,
 	    size == nnodes * local_size_max)
 		return bytes <= LOOM_SMALL_BYTES || count < (size_t)size ? LOOM_ALG_LANES
 									 : LOOM_ALG_LANES_RS;
+	if (loom_plan_direct(transport, size, nnodes, bytes) && count >= (size_t)size)
+		return LOOM_ALG_DIRECT;
 	return plan_reduction(LOOM_ALG_RD, transport, size, nnodes, local_size_max, bytes, count);
 }
 
 int loom_plan_reduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
 		     size_t count)
 {
+	if (loom_plan_direct(transport, size, nnodes, bytes) && count >= (size_t)size)
+		return LOOM_ALG_DIRECT;
 	return plan_reduction(LOOM_ALG_TREE, transport, size, nnodes, local_size_max, bytes, count);
 }
 
@@ -91,6 +100,8 @@ int loom_plan_bcast(int transport, int size, int nnodes, int local_size_max, siz
 		return LOOM_ALG_TRIVIAL;
 	if (loom_plan_fbox(transport, size, nnodes, bytes))
 		return LOOM_ALG_FBOX;
+	if (loom_plan_direct(transport, size, nnodes, bytes))
+		return LOOM_ALG_DIRECT;
 	if (loom_plan_uses_hier(transport, size, nnodes, local_size_max))
 		return LOOM_ALG_HIER;
 	if (bytes <= 2 * LOOM_SMALL_BYTES || size == 2)

@@ -87,6 +87,11 @@ void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *a
  * done: this rank read what it needed of seq (saw_all: it saw every peer
  * post seq). */
 #define LOOM_FBOX_BYTES 4096
+uint64_t loom_shm_fbox_next(struct loom_comm *c);  /* number this rank's next fast-box use */
+/* direct reads of a local peer's memory (process_vm_readv): whether they
+ * work here (0 not known yet, 1, -1; kept per communicator), and one read */
+int *loom_shm_direct(struct loom_comm *c);
+int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len);
 int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx);  /* -1: all */
 void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq);
 void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t len);

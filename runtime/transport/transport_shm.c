@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define NSLOT 16
@@ -91,6 +92,8 @@ struct loom_shm {
 	struct ring *rings;
 	uint64_t fbox_last[2];  /* the operation that last wrote my box of each parity */
 	uint64_t fbox_seen_all; /* an operation every peer had posted: all done before it */
+	uint64_t fbox_seq;      /* fast-box uses so far: the same count on every rank */
+	int direct;             /* peers' memory readable (process_vm_readv): 0 unknown, 1, -1 */
 };
 
 static struct ring *ring_of(struct loom_shm *s, int from, int to)
@@ -271,6 +274,38 @@ static void wake_sleepers(struct loom_shm *s, int me)
 	for (i = 0; i < s->nlocal; i++)
 		if (i != me)
 			loom_bell_ring(&s->bells[i].bell);
+}
+
+uint64_t loom_shm_fbox_next(struct loom_comm *c)
+{
+	return ++c->shm->fbox_seq;
+}
+
+int *loom_shm_direct(struct loom_comm *c)
+{
+	return &c->shm->direct;
+}
+
+/* Read len bytes at address src of local rank local_idx into dst: one
+ * copy, by the kernel, allowed only between processes of the same user
+ * (ptrace access rules). The pid is the one that rank wrote in the
+ * segment, which only the job's user can open. */
+int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len)
+{
+	pid_t pid = c->shm->bells[local_idx].pid;
+	while (len) {
+		struct iovec l = { dst, len }, r = { (void *)(uintptr_t)src, len };
+		ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return n < 0 && errno == ESRCH ? LOOM_ERR_PEER_LOST : LOOM_ERR_SYSTEM;
+		}
+		dst = (char *)dst + n;
+		src += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return LOOM_SUCCESS;
 }
 
 int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx)
