@@ -56,4 +56,5 @@ dist_check_SCRIPTS += \
 	t/t2001-runtime-coll-env.t \
 	t/t2002-runtime-coll-pmix.t \
 	t/t2003-runtime-comm.t \
-	t/t2004-runtime-failures.t
+	t/t2004-runtime-failures.t \
+	t/t2005-runtime-direct-reads.t

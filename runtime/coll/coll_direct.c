@@ -8,8 +8,8 @@
  * last barrier so that no buffer is given back to its caller while a peer
  * still reads it. The first use asks every rank whether it can read each
  * peer (the kernel may forbid it: Yama's ptrace_scope, a non-dumpable
- * process); if any cannot, the communicator keeps its rings for good (the
- * callers' fallback). Block r is reduced by rank r alone, in the order
+ * process) and so may the user (LOOM_DIRECT_READS=0); if any cannot, the
+ * communicator keeps its rings for good (the callers' fallback). Block r is reduced by rank r alone, in the order
  * r, r+1, ..., r-1, and copied from there: bit-identical everywhere and
  * on every rerun. */
 #include "coll/coll.h"
@@ -51,13 +51,13 @@ static int read_peer(struct loom_comm *c, struct loom_opctx *o, int peer, void *
  * an error. */
 static int usable(struct loom_comm *c, struct loom_opctx *o, struct post *all)
 {
-	int *direct = loom_shm_direct(c), ok = 1, i, rc;
+	int *direct = loom_shm_direct(c), ok = loom_shm_direct_allowed(), i, rc;
 	char probe = 1, byte;
 	if (*direct)
 		return *direct > 0;
 	if ((rc = meet(c, o, &probe, 1, all)))
 		return rc;
-	for (i = 0; i < c->size; i++)
+	for (i = 0; ok && i < c->size; i++)
 		if (i != c->rank &&
 		    loom_shm_peer_read(c, c->local_idx[i], &byte, all[i].addr, 1) != LOOM_SUCCESS)
 			ok = 0;
@@ -66,7 +66,7 @@ static int usable(struct loom_comm *c, struct loom_opctx *o, struct post *all)
 	for (i = 0; i < c->size; i++)
 		ok &= all[i].ok;
 	if (!ok)
-		LOOM_INFO("comm %s: the kernel refuses reads of the peers' memory (process_vm_readv): large collectives in the node keep the shared-memory rings",
+		LOOM_INFO("comm %s: no direct reads of the peers' memory (LOOM_DIRECT_READS=0, or the kernel refuses process_vm_readv): large collectives in the node keep the shared-memory rings",
 			  c->name);
 	*direct = ok ? 1 : -1;
 	return ok;

@@ -91,6 +91,7 @@ uint64_t loom_shm_fbox_next(struct loom_comm *c);  /* number this rank's next fa
 /* direct reads of a local peer's memory (process_vm_readv): whether they
  * work here (0 not known yet, 1, -1; kept per communicator), and one read */
 int *loom_shm_direct(struct loom_comm *c);
+int loom_shm_direct_allowed(void);  /* not turned off by LOOM_DIRECT_READS=0 */
 int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len);
 int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx);  /* -1: all */
 void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq);

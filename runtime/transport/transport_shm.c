@@ -286,6 +286,12 @@ int *loom_shm_direct(struct loom_comm *c)
 	return &c->shm->direct;
 }
 
+int loom_shm_direct_allowed(void)
+{
+	const char *v = getenv("LOOM_DIRECT_READS");
+	return !v || strcmp(v, "0") != 0;
+}
+
 /* Read len bytes at address src of local rank local_idx into dst: one
  * copy, by the kernel, allowed only between processes of the same user
  * (ptrace access rules). The pid is the one that rank wrote in the
