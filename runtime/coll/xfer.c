@@ -42,6 +42,40 @@ void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_
 	x->topseq = o->topseq;
 }
 
+/* Where a TCP receive-reduce of len bytes lands: the communicator's
+ * scratch, kept from one operation to the next (a fresh allocation of
+ * many MiB costs a page fault and a cleared page per 4 KiB, every time),
+ * unless another transfer of the operation holds it. */
+#define SCRATCH_MAX (64u << 20)
+static char *landing(struct loom_comm *c, struct loom_xreq *q, size_t len)
+{
+	if (!c->scratch_busy && len <= SCRATCH_MAX) {
+		if (c->scratch_len < len) {
+			char *n = realloc(c->scratch, len);
+			if (n) {
+				c->scratch = n;
+				c->scratch_len = len;
+			}
+		}
+		if (c->scratch_len >= len) {
+			c->scratch_busy = 1;
+			q->tmp_lent = 1;
+			return c->scratch;
+		}
+	}
+	return malloc(len);
+}
+
+static void land_free(struct loom_comm *c, struct loom_xreq *q)
+{
+	if (q->tmp_lent)
+		c->scratch_busy = 0;
+	else
+		free(q->tmp);
+	q->tmp = NULL;
+	q->tmp_lent = 0;
+}
+
 static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, loom_dtype_t dt,
 	       loom_op_t op)
 {
@@ -85,12 +119,12 @@ static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, l
 		q->nseg = len ? (int)((len + SEG - 1) / SEG) : 1;
 		q->segs = calloc((size_t)q->nseg, sizeof *q->segs);
 		if (kind == XRECV_REDUCE && len) {
-			q->tmp = malloc(len);
+			q->tmp = landing(c, q, len);
 			base = q->tmp;
 		}
 		if (!q->segs || (kind == XRECV_REDUCE && len && !q->tmp)) {
 			free(q->segs);
-			free(q->tmp);
+			land_free(c, q);
 			if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
 				free(q);
 			x->status = LOOM_ERR_NOMEM;
@@ -339,7 +373,7 @@ void loom_x_abandon(struct loom_xctx *x)
 				if (!atomic_load(&q->segs[k].done))
 					loom_tcp_cancel(x->c->w, &q->segs[k]);
 		free(q->segs);
-		free(q->tmp);
+		land_free(x->c, q);
 		if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
 			free(q);
 	}

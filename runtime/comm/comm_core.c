@@ -139,6 +139,7 @@ void loom_comm_destroy(struct loom_comm *c)
 	free(c->p2p_sent);
 	free(c->p2p_rcvd);
 	free(c->status_rep);
+	free(c->scratch);
 	free(c);
 }
 

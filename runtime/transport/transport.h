@@ -60,7 +60,8 @@ struct loom_xreq {
 	int done, status;
 	int nseg, segdone;
 	struct loom_treq *segs;
-	char *tmp;
+	char *tmp;                /* TCP receive-reduce: where the bytes land first */
+	int tmp_lent;             /* tmp is the communicator's scratch (xfer.c) */
 };
 /* ---- transport_shm.c ---- */
 struct loom_shm;
