@@ -57,4 +57,4 @@ dist_check_SCRIPTS += \
 	t/t2002-runtime-coll-pmix.t \
 	t/t2003-runtime-comm.t \
 	t/t2004-runtime-failures.t \
-	t/t2005-runtime-direct-reads.t
+	t/t2006-runtime-direct-reads.t
