@@ -60,4 +60,5 @@ dist_check_SCRIPTS += \
 	t/t2002-runtime-coll-pmix.t \
 	t/t2003-runtime-comm.t \
 	t/t2004-runtime-failures.t \
-	t/t2005-runtime-scale.t
+	t/t2005-runtime-scale.t \
+	t/t2006-runtime-direct-reads.t

@@ -29,6 +29,9 @@ int loom_x_recv(struct loom_xctx *x, int peer, void *buf, size_t len);
 int loom_x_recv_reduce(struct loom_xctx *x, int peer, void *buf, size_t count, loom_dtype_t dt,
 		       loom_op_t op);
 int loom_x_wait(struct loom_xctx *x, int handle);  /* -1: all */
+/* wait until ready(arg), a change local rank peer makes in shared memory,
+ * with the deadline and liveness checks of loom_x_wait */
+int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *arg);
 int loom_x_end(struct loom_xctx *x);               /* waits for all, frees; returns status */
 void loom_x_abandon(struct loom_xctx *x);          /* cancel whatever is left */
 struct loom_opctx;
@@ -70,9 +73,48 @@ static inline size_t loom_blk_off(size_t count, int n, int i)
 }
 static inline int loom_mod(int a, int n) { return ((a % n) + n) % n; }
 
+/* ---- coll_fbox.c: small operations of a one-node communicator ---- */
+int loom_fbox_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+			struct loom_opctx *o);
+int loom_fbox_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		     loom_op_t op, int root, struct loom_opctx *o);
+int loom_fbox_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, struct loom_opctx *o);
+int loom_fbox_allgather(struct loom_comm *c, const char *s, char *r, size_t bytes,
+			struct loom_opctx *o);
+int loom_fbox_reduce_scatter(struct loom_comm *c, const char *s, char *r, size_t n,
+			     loom_dtype_t dt, loom_op_t op, struct loom_opctx *o);
+int loom_fbox_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
+		       struct loom_opctx *o);
+int loom_fbox_barrier(struct loom_comm *c, struct loom_opctx *o);
+
+/* ---- coll_direct.c: large operations of a one-node communicator by
+ * direct reads of the peers' buffers. *fallback 1: not possible here and
+ * nothing done (the caller runs its ring algorithm). ---- */
+int loom_direct_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt,
+			  loom_op_t op, struct loom_opctx *o, int *fallback);
+int loom_direct_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+		   struct loom_opctx *o, int *fallback);
+int loom_direct_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct loom_opctx *o,
+		   int *fallback);
+int loom_direct_reduce_scatter(struct loom_comm *c, const char *s, char *r, size_t n,
+			       loom_dtype_t dt, loom_op_t op, struct loom_opctx *o, int *fallback);
+int loom_direct_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		       loom_op_t op, int root, struct loom_opctx *o, int *fallback);
+int loom_direct_bcast(struct loom_comm *c, char *buf, size_t bytes, int root,
+		      struct loom_opctx *o, int *fallback);
+int loom_direct_allgather(struct loom_comm *c, char *r, size_t bytes, struct loom_opctx *o,
+			  int *fallback);
+int loom_direct_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
+			 struct loom_opctx *o, int *fallback);
+
 /* ---- plan.c: which algorithm ---- */
 enum { LOOM_ALG_TRIVIAL = 0, LOOM_ALG_RD, LOOM_ALG_RING, LOOM_ALG_HIER, LOOM_ALG_TREE,
-       LOOM_ALG_CHAIN };
+       LOOM_ALG_CHAIN, LOOM_ALG_FBOX,
+       LOOM_ALG_LANES, LOOM_ALG_LANES_RS, LOOM_ALG_DIRECT };
+/* the fast boxes, for an operation where each rank posts post_bytes */
+int loom_plan_fbox(int transport, int size, int nnodes, size_t post_bytes);
+/* direct reads, for an operation of bytes per rank buffer */
+int loom_plan_direct(int transport, int size, int nnodes, size_t bytes);
 int loom_plan_allreduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
 			size_t count);
 int loom_plan_bcast(int transport, int size, int nnodes, int local_size_max, size_t bytes);
@@ -80,5 +122,6 @@ int loom_plan_reduce(int transport, int size, int nnodes, int local_size_max, si
 		     size_t count);
 int loom_plan_uses_hier(int transport, int size, int nnodes, int local_size_max);
 #define LOOM_SMALL_BYTES (32 * 1024)
+#define LOOM_DIRECT_BYTES (256 * 1024)  /* from here direct reads in a node */
 
 #endif

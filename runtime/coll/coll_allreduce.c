@@ -67,8 +67,10 @@ out:
 	return rc;
 }
 
-static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
-			  struct loom_opctx *o)
+/* the ring's reduce-scatter: afterwards rank r holds block (r+1) % N of
+ * buf reduced over all ranks */
+static int ring_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+		   struct loom_opctx *o)
 {
 	size_t es = loom_dtype_size(dt);
 	int N = c->size, r = c->rank, right = (r + 1) % N, left = (r + N - 1) % N, s, rc = 0;
@@ -81,6 +83,19 @@ static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t
 				   dt, op);
 		rc = loom_x_wait(&x, -1);
 	}
+	if (rc) {
+		loom_x_abandon(&x);
+		return rc;
+	}
+	return loom_x_end(&x);
+}
+
+/* the ring's allgather: from rank r holding block (r+1) % N, everyone all */
+static int ring_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct loom_opctx *o)
+{
+	int N = c->size, r = c->rank, right = (r + 1) % N, left = (r + N - 1) % N, s, rc = 0;
+	struct loom_xctx x;
+	loom_x_begin_o(&x, c, o, o->seq);
 	for (s = 0; s < N - 1 && !rc; s++) {
 		int sb = loom_mod(r - s + 1, N), rb = loom_mod(r - s, N);
 		loom_x_send(&x, right, buf + loom_blk_off(n, N, sb) * es, loom_blk_cnt(n, N, sb) * es);
@@ -92,6 +107,65 @@ static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t
 		return rc;
 	}
 	return loom_x_end(&x);
+}
+
+static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+			  struct loom_opctx *o)
+{
+	struct loom_opctx so = *o;
+	int rc = ring_rs(c, buf, n, dt, op, o);
+	return rc ? rc : ring_ag(c, buf, n, loom_dtype_size(dt), &so);
+}
+
+/* Lanes (every node holds as many ranks, plan.c): small, allreduce in
+ * the node, then every lane (one rank per node) allreduces the node
+ * results, each lane the same way, so no broadcast follows; large, the
+ * node's reduce-scatter (direct reads, else the ring) leaves each rank one
+ * block of the node's sum, its lane allreduces that block across nodes
+ * (all lanes at once: every rank carries 1/local_size of the inter-node
+ * volume), the node's allgather spreads the blocks. Each element is reduced by one
+ * chain of ranks and copied from there: bit-identical everywhere. */
+static int lanes_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt,
+			   loom_op_t op, struct loom_opctx *o, int large)
+{
+	struct loom_opctx so = *o;
+	struct loom_comm *nc;
+	size_t es = loom_dtype_size(dt), off = 0, cnt = n;
+	int rc = loom_comm_ensure_hier(c), L, fallback, direct = 0;
+	if (rc)
+		return rc;
+	nc = c->nodec;
+	L = nc->size;
+	if (L > 1) {
+		int b = (nc->rank + 1) % L;  /* the block the ring leaves here */
+		so.seq = loom_op_enter(nc);
+		if (!large) {
+			rc = loom_coll_allreduce(nc, buf, buf, n, dt, op, &so);
+		} else if (loom_plan_direct(c->w->transport, L, 1, n * es)) {
+			rc = loom_direct_rs(nc, buf, n, dt, op, &so, &fallback);
+			if (!rc && !fallback)
+				b = nc->rank, direct = 1;
+			else if (!rc)
+				rc = ring_rs(nc, buf, n, dt, op, &so);
+		} else {
+			rc = ring_rs(nc, buf, n, dt, op, &so);
+		}
+		if (rc)
+			return rc;
+		if (large) {
+			off = loom_blk_off(n, L, b);
+			cnt = loom_blk_cnt(n, L, b);
+		}
+	}
+	so.seq = loom_op_enter(c->lanec);
+	if ((rc = loom_coll_allreduce(c->lanec, buf + off * es, buf + off * es, cnt, dt, op, &so)))
+		return rc;
+	if (L > 1 && large) {
+		so.seq = loom_op_enter(nc);
+		rc = direct ? loom_direct_ag(nc, buf, n, es, &so, &fallback)
+			    : ring_ag(nc, buf, n, es, &so);
+	}
+	return rc;
 }
 
 static int hier_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
@@ -127,8 +201,17 @@ int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, l
 	switch (loom_plan_allreduce(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c),
 				    bytes, n)) {
 	case LOOM_ALG_TRIVIAL: return LOOM_SUCCESS;
+	case LOOM_ALG_FBOX: return loom_fbox_allreduce(c, r, n, dt, op, o);
 	case LOOM_ALG_HIER: return hier_allreduce(c, r, n, dt, op, o);
+	case LOOM_ALG_LANES: return lanes_allreduce(c, r, n, dt, op, o, 0);
+	case LOOM_ALG_LANES_RS: return lanes_allreduce(c, r, n, dt, op, o, 1);
 	case LOOM_ALG_RD: return rd_allreduce(c, r, n, dt, op, o);
+	case LOOM_ALG_DIRECT: {
+		int fallback, rc = loom_direct_allreduce(c, r, n, dt, op, o, &fallback);
+		if (rc || !fallback)
+			return rc;
+		return ring_allreduce(c, r, n, dt, op, o);
+	}
 	default: return ring_allreduce(c, r, n, dt, op, o);
 	}
 }

@@ -84,6 +84,13 @@ int loom_coll_bcast(struct loom_comm *c, void *buf, size_t bytes, int root, stru
 {
 	switch (loom_plan_bcast(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c), bytes)) {
 	case LOOM_ALG_TRIVIAL: return LOOM_SUCCESS;
+	case LOOM_ALG_FBOX: return loom_fbox_bcast(c, buf, bytes, root, o);
+	case LOOM_ALG_DIRECT: {
+		int fallback, rc = loom_direct_bcast(c, buf, bytes, root, o, &fallback);
+		if (rc || !fallback)
+			return rc;
+		return chain_bcast(c, buf, bytes, root, o);
+	}
 	case LOOM_ALG_HIER: return hier_bcast(c, buf, bytes, root, o);
 	case LOOM_ALG_TREE: return tree_bcast(c, buf, bytes, root, o);
 	default: return chain_bcast(c, buf, bytes, root, o);

@@ -13,6 +13,8 @@ int loom_coll_alltoall(struct loom_comm *c, const void *sv, void *rv, size_t byt
 	char *r = rv, *copy = NULL;
 	int N = c->size, me = c->rank, k;
 	struct loom_xctx x;
+	if (loom_plan_fbox(c->w->transport, N, c->nnodes, (size_t)N * bytes))
+		return loom_fbox_alltoall(c, sv, rv, bytes, o);
 	if (s == r && N > 1) {
 		copy = malloc((size_t)N * bytes + 1);
 		if (!copy)
@@ -24,6 +26,12 @@ int loom_coll_alltoall(struct loom_comm *c, const void *sv, void *rv, size_t byt
 		memmove(r + (size_t)me * bytes, s + (size_t)me * bytes, bytes);
 	if (N == 1)
 		return LOOM_SUCCESS;
+	if (!copy && loom_plan_direct(c->w->transport, N, c->nnodes, (size_t)N * bytes)) {
+		int fallback;
+		k = loom_direct_alltoall(c, s, r, bytes, o, &fallback);
+		if (k || !fallback)
+			return k;
+	}
 	loom_x_begin_o(&x, c, o, o->seq);
 	for (k = 1; k < N; k++) {
 		int to = (me + k) % N, from = (me + N - k) % N;
@@ -42,6 +50,8 @@ int loom_coll_barrier(struct loom_comm *c, struct loom_opctx *o)
 	struct loom_xctx x;
 	if (N == 1)
 		return LOOM_SUCCESS;
+	if (loom_plan_fbox(c->w->transport, N, c->nnodes, 0))
+		return loom_fbox_barrier(c, o);
 	loom_x_begin_o(&x, c, o, o->seq);
 	for (k = 1; k < N && !rc; k <<= 1) {
 		loom_x_send(&x, (me + k) % N, &out, 1);

@@ -134,6 +134,13 @@ int loom_coll_reduce(struct loom_comm *c, const void *s, void *r, size_t n, loom
 		if (s != r && bytes)
 			memmove(r, s, bytes);
 		return LOOM_SUCCESS;
+	case LOOM_ALG_FBOX: return loom_fbox_reduce(c, s, r, n, dt, op, root, o);
+	case LOOM_ALG_DIRECT: {
+		int fallback, rc = loom_direct_reduce(c, s, r, n, dt, op, root, o, &fallback);
+		if (rc || !fallback)
+			return rc;
+		return ring_reduce(c, s, r, n, dt, op, root, o);
+	}
 	case LOOM_ALG_HIER: return hier_reduce(c, s, r, n, dt, op, root, o);
 	case LOOM_ALG_TREE: return tree_reduce(c, s, r, n, dt, op, root, o);
 	default: return ring_reduce(c, s, r, n, dt, op, root, o);

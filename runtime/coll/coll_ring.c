@@ -16,6 +16,14 @@ int loom_coll_allgather(struct loom_comm *c, const void *s, void *rv, size_t byt
 		memmove(r + (size_t)me * bytes, s, bytes);
 	if (N == 1)
 		return LOOM_SUCCESS;
+	if (loom_plan_fbox(c->w->transport, N, c->nnodes, bytes))
+		return loom_fbox_allgather(c, r + (size_t)me * bytes, r, bytes, o);
+	if (loom_plan_direct(c->w->transport, N, c->nnodes, (size_t)N * bytes)) {
+		int fallback;
+		rc = loom_direct_allgather(c, r, bytes, o, &fallback);
+		if (rc || !fallback)
+			return rc;
+	}
 	loom_x_begin_o(&x, c, o, o->seq);
 	for (st = 0; st < N - 1 && !rc; st++) {
 		int sb = loom_mod(me - st, N), rb = loom_mod(me - st - 1, N);
@@ -41,6 +49,14 @@ int loom_coll_reduce_scatter(struct loom_comm *c, const void *s, void *r, size_t
 		if (s != r && bb)
 			memmove(r, s, bb);
 		return LOOM_SUCCESS;
+	}
+	if (loom_plan_fbox(c->w->transport, N, c->nnodes, (size_t)N * bb))
+		return loom_fbox_reduce_scatter(c, s, r, n, dt, op, o);
+	if (loom_plan_direct(c->w->transport, N, c->nnodes, (size_t)N * bb) && s != r) {
+		int fallback;
+		rc = loom_direct_reduce_scatter(c, s, r, n, dt, op, o, &fallback);
+		if (rc || !fallback)
+			return rc;
 	}
 	acc = malloc((size_t)N * bb + 1);
 	if (!acc)

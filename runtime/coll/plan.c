@@ -1,15 +1,57 @@
 /* runtime/coll/plan.c: which algorithm a collective uses, from the transport
  * setting, the communicator's shape and the message size. Pure functions,
- * unit-tested (runtime/test/plan.c).
+ * unit-tested (runtime/test/plan.c). The one place that explains why.
  *
- *  - hierarchical (reduce in the node over shm, leaders over TCP,
- *    broadcast in the node) when LOOM_TRANSPORT=auto, ranks span more than
- *    one node and some node holds more than one of them;
- *  - else flat: allreduce by recursive doubling up to LOOM_SMALL_BYTES (or
- *    when there are fewer elements than ranks), ring reduce-scatter +
- *    allgather above; reduce by binomial tree / ring reduce-scatter +
- *    gather; broadcast by binomial tree / pipelined chain. */
+ * Cost of one operation on N ranks of b bytes, with a = the cost of one
+ * message hop (a fast-box cache line ~0.1-0.2 us, a shm ring slot ~1 us,
+ * TCP tens of us: system calls and wake-ups) and g = the cost of a byte:
+ *
+ *   fast boxes (coll_fbox.c)   a + N*b*g      one round; each rank reads all
+ *   recursive doubling         log2(N)*(a + b*g)
+ *   ring (reduce-scatter +     2(N-1)*a + 2*b*g*(N-1)/N   (bandwidth-optimal)
+ *     allgather)
+ *   lanes (L ranks per node on M nodes): node part + lane part, all L
+ *     lanes on the network at once, each with b/L of the volume
+ *
+ * so, per size and shape:
+ *
+ *  - one node, shared memory (auto or shm), every rank's contribution
+ *    <= LOOM_FBOX_BYTES (4 KiB; alltoall and reduce_scatter post N blocks):
+ *    fast boxes, for every collective. At 2..8 ranks the N*b term is
+ *    a few cache lines, and a is the smallest there is.
+ *  - across nodes with LOOM_TRANSPORT=auto and more than one rank on some
+ *    node: hierarchical, because intra-node bytes are ~10x cheaper
+ *    than TCP ones. Allreduce, when every node holds as many ranks (L):
+ *    "lanes". Up to LOOM_SMALL_BYTES (or fewer elements than ranks):
+ *    allreduce in the node (fast boxes), then every lane allreduces the
+ *    node result by recursive doubling over TCP: log2(M) TCP hops and no
+ *    broadcast after. Above: ring reduce-scatter in the node, each lane
+ *    allreduces its 1/L block across nodes, ring allgather in the node:
+ *    each rank sends 2*(b/L)*(M-1)/M over TCP, no rank idles while a
+ *    leader works. Nodes of different sizes, and reduce and broadcast:
+ *    reduce (or broadcast) in the node, the leaders over TCP, broadcast
+ *    in the node.
+ *  - otherwise flat: allreduce by recursive doubling up to LOOM_SMALL_BYTES
+ *    (32 KiB: below it log2(N) hops beat 2(N-1)), the ring above; reduce
+ *    by binomial tree / ring reduce-scatter + gather at the root;
+ *    broadcast by binomial tree up to 64 KiB or on 2 ranks, a pipelined
+ *    chain above (each byte crosses each link once); allgather and
+ *    reduce_scatter by ring, alltoall pairwise, barrier by dissemination.
+ *
+ * Every choice depends only on values all ranks share (shape, size), so
+ * all ranks pick the same one, and the reduction order is fixed by them:
+ * bit-identical results across ranks and reruns. */
 #include "coll/coll.h"
+
+int loom_plan_fbox(int transport, int size, int nnodes, size_t post_bytes)
+{
+	return size > 1 && nnodes == 1 && transport != LOOM_TR_TCP && post_bytes <= LOOM_FBOX_BYTES;
+}
+
+int loom_plan_direct(int transport, int size, int nnodes, size_t bytes)
+{
+	return size > 1 && nnodes == 1 && transport != LOOM_TR_TCP && bytes >= LOOM_DIRECT_BYTES;
+}
 
 int loom_plan_uses_hier(int transport, int size, int nnodes, int local_size_max)
 {
@@ -23,6 +65,8 @@ static int plan_reduction(int small_alg, int transport, int size, int nnodes, in
 {
 	if (size <= 1)
 		return LOOM_ALG_TRIVIAL;
+	if (loom_plan_fbox(transport, size, nnodes, bytes))
+		return LOOM_ALG_FBOX;
 	if (loom_plan_uses_hier(transport, size, nnodes, local_size_max))
 		return LOOM_ALG_HIER;
 	if (bytes <= LOOM_SMALL_BYTES || count < (size_t)size)
@@ -33,12 +77,20 @@ static int plan_reduction(int small_alg, int transport, int size, int nnodes, in
 int loom_plan_allreduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
 			size_t count)
 {
+	if (size > 1 && loom_plan_uses_hier(transport, size, nnodes, local_size_max) &&
+	    size == nnodes * local_size_max)
+		return bytes <= LOOM_SMALL_BYTES || count < (size_t)size ? LOOM_ALG_LANES
+									 : LOOM_ALG_LANES_RS;
+	if (loom_plan_direct(transport, size, nnodes, bytes) && count >= (size_t)size)
+		return LOOM_ALG_DIRECT;
 	return plan_reduction(LOOM_ALG_RD, transport, size, nnodes, local_size_max, bytes, count);
 }
 
 int loom_plan_reduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
 		     size_t count)
 {
+	if (loom_plan_direct(transport, size, nnodes, bytes) && count >= (size_t)size)
+		return LOOM_ALG_DIRECT;
 	return plan_reduction(LOOM_ALG_TREE, transport, size, nnodes, local_size_max, bytes, count);
 }
 
@@ -46,6 +98,10 @@ int loom_plan_bcast(int transport, int size, int nnodes, int local_size_max, siz
 {
 	if (size <= 1)
 		return LOOM_ALG_TRIVIAL;
+	if (loom_plan_fbox(transport, size, nnodes, bytes))
+		return LOOM_ALG_FBOX;
+	if (loom_plan_direct(transport, size, nnodes, bytes))
+		return LOOM_ALG_DIRECT;
 	if (loom_plan_uses_hier(transport, size, nnodes, local_size_max))
 		return LOOM_ALG_HIER;
 	if (bytes <= 2 * LOOM_SMALL_BYTES || size == 2)

@@ -1,6 +1,7 @@
 /* runtime/coll/xfer.c: the sends and receives of one operation, over shm or
- * TCP per peer, with the operation's deadline. Waiting spins briefly, then
- * sleeps on the communicator's bell (rung by shm peers and by the TCP
+ * TCP per peer, with the operation's deadline. Waiting spins briefly, yields
+ * the core a while (util/sync.c: loom_backoff_step), then sleeps on the
+ * communicator's bell (rung by shm peers and by the TCP
  * engine), and wakes at least every 100 ms to check the deadline, peers'
  * liveness and aborts. Transfers to one peer complete in posting order. */
 #include "coll/coll.h"
@@ -13,7 +14,6 @@
 #include <string.h>
 
 #define SEG (256u * 1024)
-#define SPINS 256
 
 static uint32_t shm_tag(uint64_t tag) { return (uint32_t)(tag ^ (tag >> 32)); }
 
@@ -40,6 +40,40 @@ void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_
 	loom_x_begin(x, c, o->name, o->seq, tag, o->deadline);
 	x->top = o->top;
 	x->topseq = o->topseq;
+}
+
+/* Where a TCP receive-reduce of len bytes lands: the communicator's
+ * scratch, kept from one operation to the next (a fresh allocation of
+ * many MiB costs a page fault and a cleared page per 4 KiB, every time),
+ * unless another transfer of the operation holds it. */
+#define SCRATCH_MAX (64u << 20)
+static char *landing(struct loom_comm *c, struct loom_xreq *q, size_t len)
+{
+	if (!c->scratch_busy && len <= SCRATCH_MAX) {
+		if (c->scratch_len < len) {
+			char *n = realloc(c->scratch, len);
+			if (n) {
+				c->scratch = n;
+				c->scratch_len = len;
+			}
+		}
+		if (c->scratch_len >= len) {
+			c->scratch_busy = 1;
+			q->tmp_lent = 1;
+			return c->scratch;
+		}
+	}
+	return malloc(len);
+}
+
+static void land_free(struct loom_comm *c, struct loom_xreq *q)
+{
+	if (q->tmp_lent)
+		c->scratch_busy = 0;
+	else
+		free(q->tmp);
+	q->tmp = NULL;
+	q->tmp_lent = 0;
 }
 
 static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, loom_dtype_t dt,
@@ -85,12 +119,12 @@ static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, l
 		q->nseg = len ? (int)((len + SEG - 1) / SEG) : 1;
 		q->segs = calloc((size_t)q->nseg, sizeof *q->segs);
 		if (kind == XRECV_REDUCE && len) {
-			q->tmp = malloc(len);
+			q->tmp = landing(c, q, len);
 			base = q->tmp;
 		}
 		if (!q->segs || (kind == XRECV_REDUCE && len && !q->tmp)) {
 			free(q->segs);
-			free(q->tmp);
+			land_free(c, q);
 			if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
 				free(q);
 			x->status = LOOM_ERR_NOMEM;
@@ -196,12 +230,88 @@ static void poison(struct loom_comm *c, int status)
 	atomic_compare_exchange_strong(&c->failed, &zero, status);
 }
 
+/* the communicator's failure (its own, or its parent's: an abort), 0 if none */
+static int comm_failed(struct loom_comm *c)
+{
+	int f = atomic_load(&c->failed);
+	if (!f && c->parent)
+		f = atomic_load(&c->parent->failed);
+	return f;
+}
+
+/* What a waiter checks when it has nothing to do: every 0.2 s whether a
+ * peer it waits for is gone, and the deadline. fbox_peer >= 0: it waits for
+ * that rank's fast box; else for its pending transfers. 0: wait on. */
+/* A peer that wrote its last bytes and exited: they are in (ring, box or
+ * engine) before its death is seen, so look once more before calling it
+ * lost. 1: what we wait for from it is still missing. */
+static int still_missing(struct loom_xctx *x, int i, int (*ready)(void *), void *arg)
+{
+	if (ready)
+		return !ready(arg);
+	return !x->x[i]->done && (progress(x), !x->status) && !x->x[i]->done;
+}
+
+static int wait_checks(struct loom_xctx *x, double now, double *next_check, int fbox_peer,
+		       int (*ready)(void *), void *arg)
+{
+	struct loom_comm *c = x->c;
+	int i;
+	if (now >= *next_check) {
+		*next_check = now + 0.2;
+		for (i = 0; i < (fbox_peer >= 0 ? 1 : x->n); i++) {
+			int peer = fbox_peer >= 0 ? fbox_peer : x->x[i]->peer;
+			if ((fbox_peer >= 0 || !x->x[i]->done) && peer_dead(c, peer) &&
+			    still_missing(x, i, ready, arg)) {
+				LOOM_ERR("comm %s: %s seq %llu: rank %d is gone", c->name, x->opname,
+					 (unsigned long long)x->seq, peer);
+				poison(c, LOOM_ERR_PEER_LOST);
+				return x->status = LOOM_ERR_PEER_LOST;
+			}
+		}
+	}
+	if (now >= x->deadline) {
+		int *who = calloc((size_t)x->n + 1, sizeof *who), nw = 0;
+		if (who && fbox_peer >= 0)
+			who[nw++] = fbox_peer;
+		for (i = 0; who && fbox_peer < 0 && i < x->n; i++) {
+			struct loom_xreq *q = x->x[i];
+			int j, dup = 0;
+			if (q->done || q->kind == XSEND)
+				continue;
+			for (j = 0; j < nw; j++)
+				dup |= who[j] == q->peer;
+			if (!dup)
+				who[nw++] = q->peer;
+		}
+		loom_report_timeout(c, x->opname, x->seq, now - x->started, who, nw, x->top, x->topseq);
+		free(who);
+		poison(c, LOOM_ERR_TIMEOUT);
+		return x->status = LOOM_ERR_TIMEOUT;
+	}
+	return 0;
+}
+
+/* how long to sleep on the bell: until the next check, at most 0.1 s */
+static double nap_of(const struct loom_xctx *x, double now, double next_check)
+{
+	double left = x->deadline - now, nap = next_check - now;
+	if (left < nap)
+		nap = left;
+	if (nap > 0.1)
+		nap = 0.1;
+	if (nap < 0.001)
+		nap = 0.001;
+	return nap;
+}
+
 int loom_x_wait(struct loom_xctx *x, int handle)
 {
 	struct loom_comm *c = x->c;
 	struct loom_bell *bell = loom_comm_bell(c);
-	int spins = 0;
+	struct loom_backoff b;
 	double next_check = loom_now() + 0.2;
+	loom_backoff_reset(&b);
 	for (;;) {
 		uint32_t seen = atomic_load(&bell->seq);
 		int moved = progress(x), i, all = 1, f;
@@ -209,10 +319,7 @@ int loom_x_wait(struct loom_xctx *x, int handle)
 		if (x->status) {
 			/* a transfer failed: report the communicator's cause (an abort
 			 * that came in just before the aborting rank's exit) if any */
-			f = atomic_load(&c->failed);
-			if (!f && c->parent)
-				f = atomic_load(&c->parent->failed);
-			if (f)
+			if ((f = comm_failed(c)))
 				x->status = f;
 			return x->status;
 		}
@@ -224,69 +331,47 @@ int loom_x_wait(struct loom_xctx *x, int handle)
 					all = 0;
 		if (all)
 			return LOOM_SUCCESS;
-		f = atomic_load(&c->failed);
-		if (!f && c->parent)
-			f = atomic_load(&c->parent->failed);
-		if (f) {
+		if ((f = comm_failed(c))) {
 			x->status = f;
 			return f;
 		}
 		if (moved) {
-			spins = 0;
+			loom_backoff_reset(&b);
 			continue;
 		}
-		if (++spins < SPINS) {
-#if defined(__x86_64__) || defined(__i386__)
-			__builtin_ia32_pause();
-#endif
+		if (!loom_backoff_step(&b))
 			continue;
-		}
 		now = loom_now();
-		if (now >= next_check) {
-			next_check = now + 0.2;
-			for (i = 0; i < x->n; i++) {
-				struct loom_xreq *q = x->x[i];
-				/* a peer that wrote its last bytes and exited: they are
-				 * in (ring or engine) before its death is seen, so look
-				 * once more before calling it lost */
-				if (!q->done && peer_dead(c, q->peer) && (progress(x), !x->status) &&
-				    !q->done) {
-					LOOM_ERR("comm %s: %s seq %llu: rank %d is gone", c->name,
-						 x->opname, (unsigned long long)x->seq, q->peer);
-					poison(c, LOOM_ERR_PEER_LOST);
-					x->status = LOOM_ERR_PEER_LOST;
-					return x->status;
-				}
-			}
-		}
-		if (now >= x->deadline) {
-			int *who = calloc((size_t)x->n + 1, sizeof *who), nw = 0;
-			for (i = 0; who && i < x->n; i++) {
-				struct loom_xreq *q = x->x[i];
-				int j, dup = 0;
-				if (q->done || q->kind == XSEND)
-					continue;
-				for (j = 0; j < nw; j++)
-					dup |= who[j] == q->peer;
-				if (!dup)
-					who[nw++] = q->peer;
-			}
-			loom_report_timeout(c, x->opname, x->seq, now - x->started, who, nw, x->top, x->topseq);
-			free(who);
-			poison(c, LOOM_ERR_TIMEOUT);
-			x->status = LOOM_ERR_TIMEOUT;
+		if (wait_checks(x, now, &next_check, -1, NULL, NULL))
 			return x->status;
-		}
-		{
-			double left = x->deadline - now, nap = next_check - now;
-			if (left < nap)
-				nap = left;
-			if (nap > 0.1)
-				nap = 0.1;
-			if (nap < 0.001)
-				nap = 0.001;
-			loom_bell_wait(bell, seen, nap);
-		}
+		loom_bell_wait(bell, seen, nap_of(x, now, next_check));
+	}
+}
+
+/* Wait until ready(arg): a local peer's change in shared memory (the fast
+ * boxes). Spins, yields, then sleeps (at once when that peer sleeps
+ * itself: it is descheduled, nothing comes before it is woken). */
+int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *arg)
+{
+	struct loom_comm *c = x->c;
+	struct loom_backoff b;
+	double next_check = 0;
+	int f, lidx = c->local_idx[peer];
+	loom_backoff_reset(&b);
+	for (;;) {
+		double now;
+		if (ready(arg))
+			return LOOM_SUCCESS;
+		if ((f = comm_failed(c)))
+			return x->status = f;
+		if (!(b.n > 64 && loom_shm_peer_asleep(c, lidx)) && !loom_backoff_step(&b))
+			continue;
+		now = loom_now();
+		if (next_check == 0)
+			next_check = now + 0.2;
+		if (wait_checks(x, now, &next_check, peer, ready, arg))
+			return x->status;
+		loom_shm_nap(c, nap_of(x, now, next_check), ready, arg);
 	}
 }
 
@@ -300,7 +385,7 @@ void loom_x_abandon(struct loom_xctx *x)
 				if (!atomic_load(&q->segs[k].done))
 					loom_tcp_cancel(x->c->w, &q->segs[k]);
 		free(q->segs);
-		free(q->tmp);
+		land_free(x->c, q);
 		if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
 			free(q);
 	}

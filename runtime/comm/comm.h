@@ -91,6 +91,10 @@ struct loom_comm {
 	struct loom_shm *shm;
 	struct loom_bell pbell;   /* bell when there is no shm */
 	struct loom_comm *nodec, *leaderc;
+	struct loom_comm *lanec;
+	char *scratch;            /* kept for the TCP receive-reduces of its operations (xfer.c) */
+	size_t scratch_len;
+	int scratch_busy;  /* the same local rank on every node (when all hold as many) */
 	pthread_mutex_t p2p_lock;
 	uint64_t *p2p_sent, *p2p_rcvd;
 	struct loom_nbq *nbq;

@@ -121,6 +121,8 @@ void loom_comm_destroy(struct loom_comm *c)
 		loom_comm_destroy(c->nodec);
 	if (c->leaderc)
 		loom_comm_destroy(c->leaderc);
+	if (c->lanec)
+		loom_comm_destroy(c->lanec);
 	pthread_mutex_lock(&w->comms_lock);
 	for (pp = &w->comms; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
@@ -142,6 +144,7 @@ void loom_comm_destroy(struct loom_comm *c)
 	free(c->p2p_sent);
 	free(c->p2p_rcvd);
 	free(c->status_rep);
+	free(c->scratch);
 	free(c);
 }
 
@@ -166,8 +169,33 @@ int loom_comm_ensure_hier(struct loom_comm *c)
 		c->leaderc = loom_comm_create(c->w, loom_mix64(c->ctx, 0x6c656164ull), c->nnodes, wr,
 					      me, name);
 	}
+	/* lanes: when every node holds local_size members, the members of one
+	 * local rank, one per node, in node order (hierarchical allreduce by
+	 * lanes, plan.c) */
+	if (c->nodec && c->size == c->nnodes * c->max_local) {
+		int *li = calloc((size_t)c->nnodes, sizeof *li);
+		if (!li) {
+			free(wr);
+			return LOOM_ERR_NOMEM;
+		}
+		/* member i is local rank li[its node] of its node, counted in rank order */
+		for (i = 0; i < c->size; i++)
+			if (li[c->node_pos[i]]++ == c->local_rank)
+				wr[c->node_pos[i]] = c->wrank[i];
+		free(li);
+		snprintf(name, sizeof name, "%s/lane%d", c->name, c->local_rank);
+		c->lanec = loom_comm_create(c->w, loom_mix64(c->ctx, 0x6c616e65ull + (uint64_t)c->local_rank),
+					    c->nnodes, wr, me, name);
+		if (c->lanec) {
+			c->lanec->internal = 1;
+			c->lanec->be = c->be;
+			c->lanec->parent = c;
+			c->lanec->timeout = c->timeout;
+		}
+	}
 	free(wr);
-	if (!c->nodec || (c->local_rank == 0 && !c->leaderc))
+	if (!c->nodec || (c->local_rank == 0 && !c->leaderc) ||
+	    (c->size == c->nnodes * c->max_local && !c->lanec))
 		return LOOM_ERR_NOMEM;
 	c->nodec->internal = 1;
 	c->nodec->be = c->be;

@@ -11,8 +11,21 @@ int main(void)
 	plan(NO_PLAN);
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 1, 1, 1, 1 << 20, 1 << 18), LOOM_ALG_TRIVIAL, "size 1: nothing to do");
 	/* hierarchical: auto, several nodes, some node with more than one rank */
-	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, 8, 2), LOOM_ALG_HIER, "auto, 2 nodes x 2: hierarchical");
-	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 3, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_HIER, "auto, 2+1 ranks: hierarchical");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, 8, 2), LOOM_ALG_LANES, "auto, 2 nodes x 2, small: node allreduce, then every lane");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_LANES_RS, "auto, 2 nodes x 2, large: node reduce-scatter, lanes, node allgather");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 8, 2, 4, 64 << 20, 16 << 20), LOOM_ALG_LANES_RS, "auto, 2 nodes x 4, large: lanes");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, LOOM_SMALL_BYTES + 4, 3), LOOM_ALG_LANES, "lanes: fewer elements than ranks is small");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_HIER, "reduce across nodes: hierarchical, not lanes");
+	/* fast boxes: one node, shared memory, the posted bytes fit a box */
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, 8, 2), LOOM_ALG_FBOX, "one node, 8 B: fast boxes");
+	is_int(loom_plan_allreduce(LOOM_TR_SHM, 8, 1, 8, LOOM_FBOX_BYTES, LOOM_FBOX_BYTES / 4), LOOM_ALG_FBOX, "one node, a full box: fast boxes");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_FBOX_BYTES + 4, LOOM_FBOX_BYTES / 4 + 1), LOOM_ALG_RD, "one node, above a box: recursive doubling");
+	is_int(loom_plan_allreduce(LOOM_TR_TCP, 2, 1, 2, 8, 2), LOOM_ALG_RD, "LOOM_TRANSPORT=tcp: never fast boxes");
+	is_int(loom_plan_bcast(LOOM_TR_AUTO, 4, 1, 4, 64), LOOM_ALG_FBOX, "one node, small broadcast: fast boxes");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 1, 4, 64, 16), LOOM_ALG_FBOX, "one node, small reduce: fast boxes");
+	ok(!loom_plan_fbox(LOOM_TR_AUTO, 4, 2, 8), "two nodes: no fast boxes");
+	ok(loom_plan_fbox(LOOM_TR_AUTO, 4, 1, 0), "one node, barrier: fast boxes");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 3, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_HIER, "auto, 2+1 ranks: hierarchical (no lanes: nodes differ)");
 	ok(!loom_plan_uses_hier(LOOM_TR_AUTO, 2, 2, 1), "one rank per node: flat");
 	ok(!loom_plan_uses_hier(LOOM_TR_AUTO, 4, 1, 4), "one node: flat (all shm)");
 	ok(!loom_plan_uses_hier(LOOM_TR_TCP, 4, 2, 2), "LOOM_TRANSPORT=tcp: flat");

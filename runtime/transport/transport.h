@@ -142,7 +142,8 @@ struct loom_xreq {
 	int done, status;
 	int nseg, segdone;
 	struct loom_treq *segs;
-	char *tmp;
+	char *tmp;                /* TCP receive-reduce: where the bytes land first */
+	int tmp_lent;             /* tmp is the communicator's scratch (xfer.c) */
 };
 /* ---- transport_shm.c ---- */
 struct loom_shm;
@@ -157,5 +158,29 @@ int loom_shm_segment_open(const char *name, size_t size, double deadline);
 int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag);
 struct loom_bell *loom_shm_bell(struct loom_comm *c);
 int loom_shm_peer_pid(struct loom_comm *c, int local_idx);
+int loom_shm_peer_asleep(struct loom_comm *c, int local_idx);
+/* sleep on this rank's bell up to nap s unless ready(arg) holds (checked
+ * after announcing the sleep, so posters ring) */
+void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg);
+/* Fast boxes (small operations of a communicator inside one node): per
+ * rank and operation parity, LOOM_FBOX_BYTES. writable: every peer (or
+ * local_idx) is done with what my box of seq's parity held; mine: its data, to fill; post:
+ * publish it for seq; peek: local rank local_idx's data for seq, NULL
+ * until posted (a different kind or length sets *mismatch, logged);
+ * done: this rank read what it needed of seq (saw_all: it saw every peer
+ * post seq). */
+#define LOOM_FBOX_BYTES 4096
+uint64_t loom_shm_fbox_next(struct loom_comm *c);  /* number this rank's next fast-box use */
+/* direct reads of a local peer's memory (process_vm_readv): whether they
+ * work here (0 not known yet, 1, -1; kept per communicator), and one read */
+int *loom_shm_direct(struct loom_comm *c);
+int loom_shm_direct_allowed(void);  /* not turned off by LOOM_DIRECT_READS=0 */
+int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len);
+int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx);  /* -1: all */
+void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq);
+void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t len);
+const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
+			       size_t len, int *mismatch);
+void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all);
 
 #endif

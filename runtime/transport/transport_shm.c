@@ -9,6 +9,16 @@
  * reduce. Waiting is done by the caller (xfer.c): spin briefly, then
  * sleep on the bell.
  *
+ * Beside the rings, each local rank owns a fast box per operation parity
+ * (LOOM_FBOX_BYTES of data after its sequence number, in the same cache
+ * line for the first bytes): small collectives of a communicator that
+ * lies in one node post their data there and read each other's
+ * (coll/coll_fbox.c), one cache-line transfer and no system call per
+ * peer. A box is rewritten only once every peer has marked the operation
+ * that last used it done (its done word), so two parities suffice.
+ * Sleepers announce themselves in the header: a poster rings the bells
+ * only when someone sleeps.
+ *
  * Only the job's user can reach a segment (docs/security.md): its name is
  * an HMAC of the communicator context and the node under random bits from
  * rank 0 (shared over the authenticated bootstrap), so nobody else can
@@ -25,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define NSLOT 16
@@ -46,13 +57,28 @@ struct ring {
 struct slot_bell {
 	struct loom_bell bell;
 	int32_t pid;
-	char pad[CL - sizeof(struct loom_bell) - 4];
+	_Atomic uint32_t asleep;  /* in its bell's futex wait: descheduled */
+	char pad[CL - sizeof(struct loom_bell) - 8];
 };
 
 struct seg_hdr {
 	uint64_t magic;
 	_Atomic uint32_t attached;
-	char pad[CL - 12];
+	_Atomic uint32_t sleepers;  /* ranks in (or about to enter) a bell wait */
+	char pad[CL - 16];
+};
+
+/* the first 48 data bytes share the sequence number's cache line */
+struct fbox {
+	_Atomic uint64_t seq;   /* the operation posted here; 0: none yet */
+	uint32_t len, kind;     /* checked by readers: ranks out of step */
+	char data[LOOM_FBOX_BYTES];
+} __attribute__((aligned(CL)));
+
+struct fbox_rank {
+	struct fbox box[2];     /* by operation parity */
+	_Atomic uint64_t done __attribute__((aligned(CL)));  /* last operation read */
+	char pad[CL - 8];
 };
 
 struct loom_shm {
@@ -62,7 +88,12 @@ struct loom_shm {
 	char name[96];
 	struct seg_hdr *hdr;
 	struct slot_bell *bells;
+	struct fbox_rank *fbox;
 	struct ring *rings;
+	uint64_t fbox_last[2];  /* the operation that last wrote my box of each parity */
+	uint64_t fbox_seen_all; /* an operation every peer had posted: all done before it */
+	uint64_t fbox_seq;      /* fast-box uses so far: the same count on every rank */
+	int direct;             /* peers' memory readable (process_vm_readv): 0 unknown, 1, -1 */
 };
 
 static struct ring *ring_of(struct loom_shm *s, int from, int to)
@@ -161,7 +192,7 @@ int loom_shm_attach(struct loom_comm *c)
 		return LOOM_ERR_NOMEM;
 	s->nlocal = nl;
 	s->size = sizeof(struct seg_hdr) + (size_t)nl * sizeof(struct slot_bell) +
-		  (size_t)nl * (size_t)nl * sizeof(struct ring);
+		  (size_t)nl * sizeof(struct fbox_rank) + (size_t)nl * (size_t)nl * sizeof(struct ring);
 	segment_name(c, s->name);
 	fd = c->local_rank == 0 ? loom_shm_segment_create(s->name, s->size)
 				: loom_shm_segment_open(s->name, s->size, loom_now() + wait);
@@ -180,7 +211,8 @@ int loom_shm_attach(struct loom_comm *c)
 	}
 	s->hdr = s->base;
 	s->bells = (struct slot_bell *)(s->hdr + 1);
-	s->rings = (struct ring *)(s->bells + nl);
+	s->fbox = (struct fbox_rank *)(s->bells + nl);
+	s->rings = (struct ring *)(s->fbox + nl);
 	s->bells[c->local_rank].pid = (int32_t)getpid();
 	n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
 	if (n == (uint32_t)nl)
@@ -209,6 +241,130 @@ struct loom_bell *loom_shm_bell(struct loom_comm *c)
 int loom_shm_peer_pid(struct loom_comm *c, int local_idx)
 {
 	return c->shm ? c->shm->bells[local_idx].pid : 0;
+}
+
+int loom_shm_peer_asleep(struct loom_comm *c, int local_idx)
+{
+	return c->shm && atomic_load_explicit(&c->shm->bells[local_idx].asleep, memory_order_relaxed);
+}
+
+/* Sleep on my bell up to nap seconds unless ready(arg) already holds.
+ * Announced first (sleepers, then the check), so a poster that changes
+ * what ready() reads after that sees the announcement and rings. */
+void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg)
+{
+	struct loom_shm *s = c->shm;
+	struct slot_bell *me = &s->bells[c->local_rank];
+	uint32_t seen = atomic_load(&me->bell.seq);
+	atomic_fetch_add(&s->hdr->sleepers, 1);
+	atomic_store(&me->asleep, 1);
+	if (!ready(arg))
+		loom_bell_wait(&me->bell, seen, nap);
+	atomic_store(&me->asleep, 0);
+	atomic_fetch_sub(&s->hdr->sleepers, 1);
+}
+
+/* after a change a sleeper may wait for: ring everyone when someone sleeps */
+static void wake_sleepers(struct loom_shm *s, int me)
+{
+	int i;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&s->hdr->sleepers, memory_order_relaxed))
+		return;
+	for (i = 0; i < s->nlocal; i++)
+		if (i != me)
+			loom_bell_ring(&s->bells[i].bell);
+}
+
+uint64_t loom_shm_fbox_next(struct loom_comm *c)
+{
+	return ++c->shm->fbox_seq;
+}
+
+int *loom_shm_direct(struct loom_comm *c)
+{
+	return &c->shm->direct;
+}
+
+int loom_shm_direct_allowed(void)
+{
+	const char *v = getenv("LOOM_DIRECT_READS");
+	return !v || strcmp(v, "0") != 0;
+}
+
+/* Read len bytes at address src of local rank local_idx into dst: one
+ * copy, by the kernel, allowed only between processes of the same user
+ * (ptrace access rules). The pid is the one that rank wrote in the
+ * segment, which only the job's user can open. */
+int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len)
+{
+	pid_t pid = c->shm->bells[local_idx].pid;
+	while (len) {
+		struct iovec l = { dst, len }, r = { (void *)(uintptr_t)src, len };
+		ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return n < 0 && errno == ESRCH ? LOOM_ERR_PEER_LOST : LOOM_ERR_SYSTEM;
+		}
+		dst = (char *)dst + n;
+		src += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return LOOM_SUCCESS;
+}
+
+int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx)
+{
+	struct loom_shm *s = c->shm;
+	uint64_t last = s->fbox_last[seq & 1];
+	int i;
+	if (last == 0 || s->fbox_seen_all > last)
+		return 1;
+	for (i = 0; i < s->nlocal; i++)
+		if (i != c->local_rank && (local_idx < 0 || i == local_idx) &&
+		    atomic_load_explicit(&s->fbox[i].done, memory_order_acquire) < last)
+			return 0;
+	return 1;
+}
+
+void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq)
+{
+	return c->shm->fbox[c->local_rank].box[seq & 1].data;
+}
+
+void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t len)
+{
+	struct loom_shm *s = c->shm;
+	struct fbox *b = &s->fbox[c->local_rank].box[seq & 1];
+	b->len = (uint32_t)len;
+	b->kind = kind;
+	atomic_store_explicit(&b->seq, seq, memory_order_release);
+	s->fbox_last[seq & 1] = seq;
+	wake_sleepers(s, c->local_rank);
+}
+
+const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
+			       size_t len, int *mismatch)
+{
+	struct fbox *b = &c->shm->fbox[local_idx].box[seq & 1];
+	if (atomic_load_explicit(&b->seq, memory_order_acquire) != seq)
+		return NULL;
+	if (b->kind != kind || b->len != len) {
+		LOOM_ERR("comm %s: rank %d posted %u bytes of a kind-%u operation where %zu bytes of kind %u were expected (ranks out of step)",
+			 c->name, c->local_members[local_idx], b->len, b->kind, len, kind);
+		*mismatch = 1;
+	}
+	return b->data;
+}
+
+void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all)
+{
+	struct loom_shm *s = c->shm;
+	atomic_store_explicit(&s->fbox[c->local_rank].done, seq, memory_order_release);
+	if (saw_all)
+		s->fbox_seen_all = seq;
+	wake_sleepers(s, c->local_rank);
 }
 
 int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)

@@ -4,6 +4,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -59,4 +60,30 @@ void loom_bell_wait(struct loom_bell *b, uint32_t seen, double timeout_s)
 	if (atomic_load_explicit(&b->seq, memory_order_seq_cst) == seen)
 		syscall(SYS_futex, &b->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
 	atomic_fetch_sub_explicit(&b->waiters, 1, memory_order_seq_cst);
+}
+
+int loom_backoff_step(struct loom_backoff *b)
+{
+	double t;
+	if (b->n++ == 0) {
+		b->t0 = loom_now();
+		return 0;
+	}
+	if (b->n < LOOM_YIELD_FROM) {
+		/* the clock is read every 16 pauses only (a pause: 10-150 cycles) */
+		if (b->n & 15) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+			return 0;
+		}
+		if (loom_now() - b->t0 < LOOM_SPIN_S)
+			return 0;
+		b->n = LOOM_YIELD_FROM;
+	}
+	t = loom_now() - b->t0;
+	if (t >= LOOM_YIELD_S)
+		return 1;
+	sched_yield();
+	return 0;
 }

@@ -1,0 +1,264 @@
+/* runtime/coll/coll_direct.c: the large collectives of a communicator that
+ * lies in one node, by reading the peers' buffers directly
+ * (process_vm_readv, transport_shm.c) instead of copying every byte into
+ * ring slots and out again. Each rank reduces its own block of the result
+ * straight from its peers' inputs, and copies the blocks it lacks from the
+ * rank that holds them. The ranks meet through the fast boxes: buffer
+ * addresses posted (every rank inside the operation), blocks ready, and a
+ * last barrier so that no buffer is given back to its caller while a peer
+ * still reads it. The first use asks every rank whether it can read each
+ * peer (the kernel may forbid it: Yama's ptrace_scope, a non-dumpable
+ * process) and so may the user (LOOM_DIRECT_READS=0); if any cannot, the
+ * communicator keeps its rings for good (the callers' fallback). Block r is reduced by rank r alone, in the order
+ * r, r+1, ..., r-1, and copied from there: bit-identical everywhere and
+ * on every rerun. */
+#include "coll/coll.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK (256u * 1024)  /* a peer's piece read at once: stays in cache */
+
+struct post {
+	uint64_t addr;
+	int32_t ok;
+	int32_t pad;
+};
+
+/* every rank's post (address, flag), through the fast boxes */
+static int meet(struct loom_comm *c, struct loom_opctx *o, const void *addr, int ok,
+		struct post *all)
+{
+	struct post mine;
+	memset(&mine, 0, sizeof mine);
+	mine.addr = (uint64_t)(uintptr_t)addr;
+	mine.ok = ok;
+	return loom_fbox_allgather(c, (const char *)&mine, (char *)all, sizeof mine, o);
+}
+
+static int read_peer(struct loom_comm *c, struct loom_opctx *o, int peer, void *dst,
+		     uint64_t src, size_t len)
+{
+	int rc = loom_shm_peer_read(c, c->local_idx[peer], dst, src, len);
+	if (rc)
+		LOOM_ERR("comm %s: %s seq %llu: reading rank %d's buffer failed: %s", c->name,
+			 o->name, (unsigned long long)o->seq, peer, loom_strerror(rc));
+	return rc;
+}
+
+/* Can every rank read every peer here? Asked once per communicator (all
+ * ranks at the same operation, as they all plan alike). 1 yes, 0 no, <0
+ * an error. */
+static int usable(struct loom_comm *c, struct loom_opctx *o, struct post *all)
+{
+	int *direct = loom_shm_direct(c), ok = loom_shm_direct_allowed(), i, rc;
+	char probe = 1, byte;
+	if (*direct)
+		return *direct > 0;
+	if ((rc = meet(c, o, &probe, 1, all)))
+		return rc;
+	for (i = 0; ok && i < c->size; i++)
+		if (i != c->rank &&
+		    loom_shm_peer_read(c, c->local_idx[i], &byte, all[i].addr, 1) != LOOM_SUCCESS)
+			ok = 0;
+	if ((rc = meet(c, o, NULL, ok, all)))  /* probe stays alive until here */
+		return rc;
+	for (i = 0; i < c->size; i++)
+		ok &= all[i].ok;
+	if (!ok)
+		LOOM_INFO("comm %s: no direct reads of the peers' memory (LOOM_DIRECT_READS=0, or the kernel refuses process_vm_readv): large collectives in the node keep the shared-memory rings",
+			  c->name);
+	*direct = ok ? 1 : -1;
+	return ok;
+}
+
+/* out[0..cnt) = the peers' inputs at element off reduced in the order
+ * me, me+1, ..., me-1 (mine is in + off; out may be it) */
+static int reduce_mine(struct loom_comm *c, struct loom_opctx *o, const struct post *all,
+		       const char *in, char *out, size_t off, size_t cnt, loom_dtype_t dt,
+		       loom_op_t op)
+{
+	size_t es = loom_dtype_size(dt), step = CHUNK / es, d;
+	int N = c->size, k, rc = 0;
+	char *tmp = malloc(CHUNK);
+	if (!tmp)
+		return LOOM_ERR_NOMEM;
+	if (out != in + off * es && cnt)
+		memcpy(out, in + off * es, cnt * es);
+	for (d = 0; d < cnt && !rc; d += step) {
+		size_t m = cnt - d < step ? cnt - d : step;
+		for (k = 1; k < N && !rc; k++) {
+			int p = (c->rank + k) % N;
+			rc = read_peer(c, o, p, tmp, all[p].addr + (off + d) * es, m * es);
+			if (!rc)
+				loom_reduce_local(out + d * es, tmp, m, dt, op);
+		}
+	}
+	free(tmp);
+	return rc;
+}
+
+/* the pieces the others hold: piece p (bytes at boff(p), blen(p)) from
+ * rank p's posted address + soff(p), into dst + boff(p) */
+#define FETCH_ALL(c, o, all, dst, boff, blen, soff, rc)                                   \
+	do {                                                                              \
+		int k_;                                                                   \
+		for (k_ = 1; k_ < (c)->size && !(rc); k_++) {                             \
+			int p = ((c)->rank + k_) % (c)->size;                             \
+			(rc) = read_peer((c), (o), p, (dst) + (boff), (all)[p].addr + (soff), \
+					 (blen));                                         \
+		}                                                                         \
+	} while (0)
+
+#define BEGIN(c, o, all, rc, fallback)                                       \
+	do {                                                                 \
+		int u_;                                                      \
+		(all) = malloc((size_t)(c)->size * sizeof *(all));           \
+		if (!(all))                                                  \
+			return LOOM_ERR_NOMEM;                               \
+		u_ = usable((c), (o), (all));                                \
+		if (u_ <= 0) {                                               \
+			free(all);                                           \
+			*(fallback) = u_ == 0;                               \
+			return u_ < 0 ? u_ : LOOM_SUCCESS;                   \
+		}                                                            \
+		*(fallback) = 0;                                             \
+		(rc) = 0;                                                    \
+	} while (0)
+
+int loom_direct_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt,
+			  loom_op_t op, struct loom_opctx *o, int *fallback)
+{
+	size_t es = loom_dtype_size(dt);
+	struct post *all;
+	int rc, N = c->size;
+	BEGIN(c, o, all, rc, fallback);
+	if (!(rc = meet(c, o, buf, 1, all)))
+		rc = reduce_mine(c, o, all, buf, buf + loom_blk_off(n, N, c->rank) * es,
+				 loom_blk_off(n, N, c->rank), loom_blk_cnt(n, N, c->rank), dt, op);
+	if (!rc && !(rc = loom_fbox_barrier(c, o)))
+		FETCH_ALL(c, o, all, buf, loom_blk_off(n, N, p) * es, loom_blk_cnt(n, N, p) * es,
+			  loom_blk_off(n, N, p) * es, rc);
+	if (!rc)
+		rc = loom_fbox_barrier(c, o);
+	free(all);
+	return rc;
+}
+
+/* the halves of allreduce, for the lanes (coll_allreduce.c): afterwards
+ * rank r holds block r (loom_blk_*) of the node's reduction; then every
+ * rank gets every block from its holder */
+int loom_direct_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+		   struct loom_opctx *o, int *fallback)
+{
+	size_t es = loom_dtype_size(dt);
+	struct post *all;
+	int rc, N = c->size;
+	BEGIN(c, o, all, rc, fallback);
+	/* no barrier after: nobody writes a peer's block before the allgather meets */
+	if (!(rc = meet(c, o, buf, 1, all)))
+		rc = reduce_mine(c, o, all, buf, buf + loom_blk_off(n, N, c->rank) * es,
+				 loom_blk_off(n, N, c->rank), loom_blk_cnt(n, N, c->rank), dt, op);
+	free(all);
+	return rc;
+}
+
+int loom_direct_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct loom_opctx *o,
+		   int *fallback)
+{
+	struct post *all;
+	int rc, N = c->size;
+	BEGIN(c, o, all, rc, fallback);
+	if (!(rc = meet(c, o, buf, 1, all)))
+		FETCH_ALL(c, o, all, buf, loom_blk_off(n, N, p) * es, loom_blk_cnt(n, N, p) * es,
+			  loom_blk_off(n, N, p) * es, rc);
+	if (!rc)
+		rc = loom_fbox_barrier(c, o);
+	free(all);
+	return rc;
+}
+
+int loom_direct_reduce_scatter(struct loom_comm *c, const char *s, char *r, size_t n,
+			       loom_dtype_t dt, loom_op_t op, struct loom_opctx *o, int *fallback)
+{
+	struct post *all;
+	int rc;
+	BEGIN(c, o, all, rc, fallback);
+	if (!(rc = meet(c, o, s, 1, all)))
+		rc = reduce_mine(c, o, all, s, r, (size_t)c->rank * n, n, dt, op);
+	if (!rc)
+		rc = loom_fbox_barrier(c, o);
+	free(all);
+	return rc;
+}
+
+int loom_direct_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		       loom_op_t op, int root, struct loom_opctx *o, int *fallback)
+{
+	size_t es = loom_dtype_size(dt);
+	struct post *all;
+	int rc, N = c->size, me = c->rank;
+	size_t off = loom_blk_off(n, N, me), cnt = loom_blk_cnt(n, N, me);
+	char *blk;
+	BEGIN(c, o, all, rc, fallback);
+	/* my block goes to the root's buffer, or to a buffer the root reads */
+	blk = me == root ? r + off * es : malloc(cnt * es + 1);
+	if (!blk) {
+		free(all);
+		return LOOM_ERR_NOMEM;
+	}
+	if (!(rc = meet(c, o, s, 1, all)))
+		rc = reduce_mine(c, o, all, s, blk, off, cnt, dt, op);
+	/* blocks ready: each rank posts where its block is */
+	if (!rc && !(rc = meet(c, o, blk, 1, all)) && me == root)
+		FETCH_ALL(c, o, all, r, loom_blk_off(n, N, p) * es, loom_blk_cnt(n, N, p) * es, 0, rc);
+	if (!rc)
+		rc = loom_fbox_barrier(c, o);
+	if (me != root)
+		free(blk);
+	free(all);
+	return rc;
+}
+
+int loom_direct_bcast(struct loom_comm *c, char *buf, size_t bytes, int root,
+		      struct loom_opctx *o, int *fallback)
+{
+	struct post *all;
+	int rc;
+	BEGIN(c, o, all, rc, fallback);
+	if (!(rc = meet(c, o, buf, 1, all)) && c->rank != root)
+		rc = read_peer(c, o, root, buf, all[root].addr, bytes);
+	if (!rc)
+		rc = loom_fbox_barrier(c, o);
+	free(all);
+	return rc;
+}
+
+int loom_direct_allgather(struct loom_comm *c, char *r, size_t bytes, struct loom_opctx *o,
+			  int *fallback)
+{
+	struct post *all;
+	int rc;
+	BEGIN(c, o, all, rc, fallback);
+	if (!(rc = meet(c, o, r, 1, all)))
+		FETCH_ALL(c, o, all, r, (size_t)p * bytes, bytes, (size_t)p * bytes, rc);
+	if (!rc)
+		rc = loom_fbox_barrier(c, o);
+	free(all);
+	return rc;
+}
+
+/* s != r: peers read my send buffer while I fill my receive buffer */
+int loom_direct_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
+			 struct loom_opctx *o, int *fallback)
+{
+	struct post *all;
+	int rc;
+	BEGIN(c, o, all, rc, fallback);
+	if (!(rc = meet(c, o, s, 1, all)))
+		FETCH_ALL(c, o, all, r, (size_t)p * bytes, bytes, (size_t)c->rank * bytes, rc);
+	if (!rc)
+		rc = loom_fbox_barrier(c, o);
+	free(all);
+	return rc;
+}
