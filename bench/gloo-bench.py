@@ -174,6 +174,8 @@ def main():
     tmax = torch.zeros(2, dtype=torch.float64)
     for nbytes in sizes(a):
         count, ns, nr, sbytes, total = shape_of(a.coll, nbytes, esize, n)
+        if count == 0 and a.coll in ("allgather", "reduce_scatter", "alltoall"):
+            continue    # fewer elements than ranks: gloo dies of SIGFPE on empty blocks
         for _ in range(a.warmup):
             one(count, ns, nr)
         dist.barrier()

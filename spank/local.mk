@@ -23,6 +23,7 @@ spank_libloomspank_la_SOURCES = \
 	spank/ckpt_timer.c spank/ckpt_timer.h \
 	spank/requeue.c spank/requeue.h \
 	spank/topology.c spank/topology.h \
+	spank/topo_cache.c spank/topo_cache.h \
 	spank/affinity.c spank/affinity.h \
 	spank/job_secret.c spank/job_secret.h \
 	spank/strbuf.c spank/strbuf.h \
