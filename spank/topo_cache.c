@@ -157,8 +157,13 @@ static char *read_cache(int dfd, const char *name, size_t *len, int *missing, ch
 			snprintf(why, wl, "%s", errno == ELOOP ? "is a symbolic link" : strerror(errno));
 		return NULL;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size > CACHE_MAX_BYTES) {
+	if (fstat(fd, &st) < 0) {
+		snprintf(why, wl, "cannot be examined: %s", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    st.st_size > CACHE_MAX_BYTES) {
 		snprintf(why, wl, "%s", !S_ISREG(st.st_mode) ? "is not a regular file" :
 			 st.st_uid != 0 ? "is not owned by root" :
 			 st.st_size > CACHE_MAX_BYTES ? "is larger than 64 MiB" :
