@@ -7,4 +7,4 @@ if HAVE_MPI
 bench_loom_bench_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 bench_loom_bench_LDADD += $(MPI_LIBS)
 endif
-EXTRA_DIST += bench/README.md
+EXTRA_DIST += bench/README.md bench/compare bench/compare-report.py bench/gloo-bench.py

@@ -22,6 +22,7 @@
 #include "master_addr.h"
 #include "requeue.h"
 #include "strbuf.h"
+#include "topo_cache.h"
 #include "user_options.h"
 
 static struct loom_task_plan *plan;     /* one per local task, NULL: no binding */
@@ -41,6 +42,12 @@ static int gpus_per_task_noop;
  * none or the user's own), and whether a task on this node failed */
 static char flight_path[1024];
 static int flight_kind, flight_dirty;
+/* the node's topology, read as root from the topology cache before
+ * user_init; NULL: user_init discovers it live. Why the cache was not
+ * used goes to the slurmd log, and with --loom-affinity=verbose to the
+ * node's first task. */
+static struct loom_topo *cached_topo;
+static char topo_warning[1100];
 
 static int regular_step(spank_t sp)
 {
@@ -77,13 +84,16 @@ static int plan_affinity(spank_t sp)
 
 	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
 		return 0;
-	topo = calloc(1, sizeof *topo);
+	int from_cache = cached_topo != NULL;
+	topo = from_cache ? cached_topo : calloc(1, sizeof *topo);
+	cached_topo = NULL;
 	plan = calloc(ntasks, sizeof *plan);
 	if (!topo || !plan) {
 		snprintf(node_error, sizeof node_error, "--loom-affinity: out of memory");
 		goto out;
 	}
-	if (loom_topo_load(topo, loom_cfg.topology_root, loom_cfg.nvml_library, err, sizeof err) < 0) {
+	if (!from_cache &&
+	    loom_topo_load(topo, loom_cfg.topology_root, loom_cfg.nvml_library, err, sizeof err) < 0) {
 		snprintf(node_error, sizeof node_error, "--loom-affinity: %s", err);
 		goto out;
 	}
@@ -165,6 +175,39 @@ static void flight_setup(spank_t sp)
 		slurm_error(LOOM_PREFIX "job %u: no flight records: %s", job, err);
 		flight_kind = 0;
 	}
+}
+
+/* slurmstepd, still root, once per node before user_init: when the step
+ * binds tasks on this machine (not a topology_root fixture), the topology
+ * from the node's cache, written here when missing or stale. */
+int loom_remote_post_opt(spank_t sp)
+{
+	char note[1000], v[64];
+	enum loom_topo_cache_rc rc;
+	int binds = loom_eff.affinity.mode != LOOM_AFF_NONE ||
+		    getenv_sp(sp, "SLURM_SPANK_LOOM_AFFINITY", v, sizeof v);
+
+	topo_warning[0] = '\0';
+	if (!binds || !regular_step(sp) || strcmp(loom_cfg.topology_root, "/") != 0 ||
+	    strcmp(loom_cfg.topology_cache, "none") == 0)
+		return 0;
+	if (!(cached_topo = calloc(1, sizeof *cached_topo)))
+		return 0;
+	rc = loom_topo_cache_load(cached_topo, loom_cfg.topology_cache, loom_cfg.nvml_library,
+				  note, sizeof note);
+	if (rc == LOOM_TOPO_CACHE_REUSED || rc == LOOM_TOPO_CACHE_WRITTEN) {
+		slurm_info(LOOM_PREFIX "%s", note);
+		return 0;
+	}
+	if (rc == LOOM_TOPO_CACHE_REFUSED) {
+		free(cached_topo);
+		cached_topo = NULL;
+		snprintf(topo_warning, sizeof topo_warning, "%s; discovering the topology live", note);
+	} else {
+		snprintf(topo_warning, sizeof topo_warning, "%s", note);
+	}
+	slurm_error(LOOM_PREFIX "%s", topo_warning);
+	return 0;
 }
 
 int loom_remote_user_init(spank_t sp)
@@ -543,6 +586,8 @@ int loom_remote_task_init(spank_t sp)
 	}
 	if (master_warning[0] && ti.rank == 0 && loom_eff.env == LOOM_ENV_TORCH)
 		user_msg("warning: ", master_warning);
+	if (topo_warning[0] && ti.local_rank == 0 && loom_eff.affinity.verbose)
+		user_msg("warning: ", topo_warning);
 	if (gpus_per_task_noop && ti.local_rank == 0) {
 		char host[64] = "?", msg[300];
 		getenv_sp(sp, "SLURMD_NODENAME", host, sizeof host);

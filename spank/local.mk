@@ -24,6 +24,7 @@ spank_libloomspank_la_SOURCES = \
 	spank/save_times.c spank/save_times.h \
 	spank/requeue.c spank/requeue.h \
 	spank/topology.c spank/topology.h \
+	spank/topo_cache.c spank/topo_cache.h \
 	spank/affinity.c spank/affinity.h \
 	spank/job_secret.c spank/job_secret.h \
 	spank/strbuf.c spank/strbuf.h \
@@ -109,7 +110,7 @@ EXTRA_DIST += t/fixtures/gen-topology.py t/fixtures/dgx-h100.xml t/fixtures/gpu4
 	t/fixtures/nogpu-2numa.xml t/fixtures/numa40-1gpu.xml spank/test/libslurm.supp
 dist_check_SCRIPTS += t/t1001-launch-env.t t/t1002-options.t t/t1003-affinity.t \
 	t/t1004-rendezvous.t t/t1005-fuzz-valgrind.t t/t1006-master-addr.t \
-	t/t1007-option-warnings.t t/t1009-plugin-exports.t \
+	t/t1007-option-warnings.t t/t1009-plugin-exports.t t/t1010-topology-cache.t \
 	t/t7101-requeue-as-user.t
 
 if BUILD_SPANK

@@ -24,6 +24,8 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		return 0;
 	if (spank_context() == S_CTX_LOCAL || spank_context() == S_CTX_ALLOCATOR)
 		return loom_local_post_opt(sp);
+	if (spank_remote(sp))
+		return loom_remote_post_opt(sp);
 	return 0;
 }
 

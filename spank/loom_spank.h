@@ -11,6 +11,7 @@
 int loom_local_post_opt(spank_t sp);
 
 /* slurmstepd (ctx_remote.c) */
+int loom_remote_post_opt(spank_t sp);
 int loom_remote_user_init(spank_t sp);
 int loom_remote_task_init(spank_t sp);
 int loom_remote_task_post_fork(spank_t sp);

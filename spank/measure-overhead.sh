@@ -1,6 +1,8 @@
 #!/bin/sh
 # spank/measure-overhead.sh: median wall time of `srun -N2 -n4 true` on the
-# private test cluster, without loom.so, with env=torch, with affinity=closest.
+# private test cluster, without loom.so, with env=torch, with affinity=closest
+# discovering the topology in every step (topology_cache=none) and reading
+# the node's topology cache (the default; the first step writes it).
 # Run: LOOM_SRC_DIR=$PWD LOOM_BUILD_DIR=/path/to/build N=21 sh spank/measure-overhead.sh
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test_need_cluster
@@ -14,6 +16,7 @@ run() {
 for round in 1 2; do
 echo "round $round none: $(run none) us"
 echo "round $round env=torch: $(run env=torch) us"
-echo "round $round env=torch affinity=closest: $(run 'env=torch affinity=closest') us"
+echo "round $round env=torch affinity=closest topology_cache=none: $(run 'env=torch affinity=closest topology_cache=none') us"
+echo "round $round env=torch affinity=closest (cached): $(run 'env=torch affinity=closest') us"
 done
 test_done

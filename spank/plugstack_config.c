@@ -6,7 +6,7 @@
 
 #define KNOWN "env, affinity, gpus_per_task, ckpt, ckpt_signal, master_port_base, " \
 	"master_port_range, nccl_env, lock, topology_root, nvml_library, flight_dir, " \
-	"flight_local_base"
+	"flight_local_base, topology_cache"
 
 int loom_env_name_valid(const char *s, size_t len)
 {
@@ -125,6 +125,7 @@ int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 	cfg->master_port_base = LOOM_PORT_BASE_DEFAULT;
 	cfg->master_port_range = LOOM_PORT_RANGE_DEFAULT;
 	strcpy(cfg->topology_root, "/");
+	strcpy(cfg->topology_cache, "/var/lib/loom/topology.xml");
 	strcpy(cfg->nvml_library, "libnvidia-ml.so.1");
 	strcpy(cfg->flight_local_base, "/var/tmp");
 
@@ -163,6 +164,15 @@ int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 			if (parse_path(cfg->topology_root, sizeof cfg->topology_root, "topology_root",
 				       val, err, errlen) < 0)
 				return -1;
+		} else if (KEY("topology_cache")) {
+			if (parse_path(cfg->topology_cache, sizeof cfg->topology_cache, "topology_cache",
+				       val, err, errlen) < 0)
+				return -1;
+			if (cfg->topology_cache[0] != '/' && strcmp(cfg->topology_cache, "none")) {
+				snprintf(err, errlen, "plugstack argument topology_cache='%.64s' must be an "
+					 "absolute path or none", val);
+				return -1;
+			}
 		} else if (KEY("flight_dir") || KEY("flight_local_base")) {
 			int local = KEY("flight_local_base");
 			char *dst = local ? cfg->flight_local_base : cfg->flight_dir;

@@ -26,6 +26,7 @@ struct loom_config {
 	int n_nccl_env;
 	struct loom_kv nccl_env[LOOM_NCCL_ENV_MAX];
 	char topology_root[1024];       /* "/", a directory (fake sysfs) or an .xml file */
+	char topology_cache[1024];      /* node topology cache (topo_cache.h), "none": off */
 	char nvml_library[1024];        /* dlopen()ed when present; "none" disables */
 	/* LOOM_FLIGHT_DIR: flight_dir= a shared directory (%j: job id), kept;
 	 * "none": not set; empty: node-local under flight_local_base, removed

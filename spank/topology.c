@@ -10,6 +10,7 @@
 
 #ifdef HAVE_HWLOC
 #include <hwloc.h>
+#include <hwloc/export.h>
 #endif
 
 int loom_cpuset_count(const loom_cpuset_t *s)
@@ -212,48 +213,21 @@ static int pci_hops(hwloc_obj_t a, hwloc_obj_t b)
 }
 #endif
 
-int loom_topo_load(struct loom_topo *t, const char *root, const char *nvml_lib,
-		   char *err, size_t errlen)
+static void topo_reset(struct loom_topo *t)
 {
 	memset(t, 0, sizeof *t);
 	for (int i = 0; i < LOOM_MAX_CPUS; i++)
 		t->core_of[i] = -1;
 	strcpy(t->gpu_order, "pci");
-	t->nvml_ngpu = -2;
-#ifndef HAVE_HWLOC
-	(void)root;
-	(void)nvml_lib;
-	snprintf(err, errlen, "this loom.so was built without hwloc: no topology, no binding");
-	return -1;
-#else
-	hwloc_topology_t topo;
-	hwloc_obj_t gpu_obj[LOOM_TOPO_MAX_GPU], nic_obj[LOOM_TOPO_MAX_NIC], o;
-	size_t rl = root ? strlen(root) : 0;
-	int fsroot = 0;
+	t->nvml_ngpu = -2;  /* NVML not asked */
+}
 
-	if (hwloc_topology_init(&topo) < 0) {
-		snprintf(err, errlen, "hwloc_topology_init failed");
-		return -1;
-	}
-	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-	if (rl > 4 && strcmp(root + rl - 4, ".xml") == 0) {
-		if (hwloc_topology_set_xml(topo, root) < 0) {
-			snprintf(err, errlen, "topology_root=%s: cannot read this hwloc XML file", root);
-			hwloc_topology_destroy(topo);
-			return -1;
-		}
-	} else if (root && strcmp(root, "/") != 0) {
-		setenv("HWLOC_FSROOT", root, 1);
-		fsroot = 1;
-	}
-	int lrc = hwloc_topology_load(topo);
-	if (fsroot)
-		unsetenv("HWLOC_FSROOT");
-	if (lrc < 0) {
-		snprintf(err, errlen, "topology_root=%s: hwloc cannot load the topology", root ? root : "/");
-		hwloc_topology_destroy(topo);
-		return -1;
-	}
+#ifdef HAVE_HWLOC
+/* t from a loaded hwloc topology */
+static void topo_fill(struct loom_topo *t, hwloc_topology_t topo)
+{
+	hwloc_obj_t gpu_obj[LOOM_TOPO_MAX_GPU], nic_obj[LOOM_TOPO_MAX_NIC], o;
+
 	to_cpuset(hwloc_topology_get_topology_cpuset(topo), &t->cpus);
 	for (o = NULL; (o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o)) && t->nnuma < LOOM_TOPO_MAX_NUMA;) {
 		t->numa[t->nnuma].os_index = (int)o->os_index;
@@ -305,6 +279,166 @@ int loom_topo_load(struct loom_topo *t, const char *root, const char *nvml_lib,
 				d = LOOM_DIST_FAR;
 			t->gpu[g].nic_dist[n] = d;
 		}
+}
+#endif
+
+int loom_topo_load(struct loom_topo *t, const char *root, const char *nvml_lib,
+		   char *err, size_t errlen)
+{
+	topo_reset(t);
+#ifndef HAVE_HWLOC
+	(void)root;
+	(void)nvml_lib;
+	snprintf(err, errlen, "this loom.so was built without hwloc: no topology, no binding");
+	return -1;
+#else
+	hwloc_topology_t topo;
+	size_t rl = root ? strlen(root) : 0;
+	int fsroot = 0;
+
+	if (hwloc_topology_init(&topo) < 0) {
+		snprintf(err, errlen, "hwloc_topology_init failed");
+		return -1;
+	}
+	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	if (rl > 4 && strcmp(root + rl - 4, ".xml") == 0) {
+		if (hwloc_topology_set_xml(topo, root) < 0) {
+			snprintf(err, errlen, "topology_root=%s: cannot read this hwloc XML file", root);
+			hwloc_topology_destroy(topo);
+			return -1;
+		}
+	} else if (root && strcmp(root, "/") != 0) {
+		setenv("HWLOC_FSROOT", root, 1);
+		fsroot = 1;
+	}
+	int lrc = hwloc_topology_load(topo);
+	if (fsroot)
+		unsetenv("HWLOC_FSROOT");
+	if (lrc < 0) {
+		snprintf(err, errlen, "topology_root=%s: hwloc cannot load the topology", root ? root : "/");
+		hwloc_topology_destroy(topo);
+		return -1;
+	}
+	topo_fill(t, topo);
+	hwloc_topology_destroy(topo);
+	nvml_order(t, nvml_lib);
+	return 0;
+#endif
+}
+
+void loom_topo_hwloc_version(char *buf, size_t len)
+{
+#ifdef HAVE_HWLOC
+	unsigned v = hwloc_get_api_version();
+	snprintf(buf, len, "%u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
+#else
+	snprintf(buf, len, "none");
+#endif
+}
+
+#ifdef HAVE_HWLOC
+#define CACHE_KEY_INFO "LoomTopologyCacheKey"
+#endif
+
+int loom_topo_load_live_xml(struct loom_topo *t, const char *key, const char *nvml_lib,
+			    char **xml, size_t *len, char *err, size_t errlen)
+{
+	topo_reset(t);
+	*xml = NULL;
+	*len = 0;
+#ifndef HAVE_HWLOC
+	(void)key;
+	(void)nvml_lib;
+	snprintf(err, errlen, "this loom.so was built without hwloc: no topology, no binding");
+	return -1;
+#else
+	hwloc_topology_t topo;
+	char *buf = NULL;
+	int blen = 0;
+
+	if (hwloc_topology_init(&topo) < 0) {
+		snprintf(err, errlen, "hwloc_topology_init failed");
+		return -1;
+	}
+	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	/* the whole node, not the cgroup of the step that happens to write
+	 * the cache: the planner intersects with each step's own CPUs */
+	hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+	if (hwloc_topology_load(topo) < 0) {
+		snprintf(err, errlen, "hwloc cannot load the topology of this node");
+		hwloc_topology_destroy(topo);
+		return -1;
+	}
+	topo_fill(t, topo);
+	if (hwloc_obj_add_info(hwloc_get_root_obj(topo), CACHE_KEY_INFO, key) < 0 ||
+	    hwloc_topology_export_xmlbuffer(topo, &buf, &blen, 0) < 0 || blen < 1 ||
+	    !(*xml = malloc((size_t)blen))) {
+		snprintf(err, errlen, "hwloc cannot export the topology as XML");
+		if (buf)
+			hwloc_free_xmlbuffer(topo, buf);
+		hwloc_topology_destroy(topo);
+		nvml_order(t, nvml_lib);
+		return 1;       /* t is good, only the XML is missing */
+	}
+	memcpy(*xml, buf, (size_t)blen);
+	*len = (size_t)blen - 1;        /* without hwloc's ending \0 */
+	hwloc_free_xmlbuffer(topo, buf);
+	hwloc_topology_destroy(topo);
+	nvml_order(t, nvml_lib);
+	return 0;
+#endif
+}
+
+int loom_topo_load_xml_buffer(struct loom_topo *t, const char *xml, size_t len, const char *key,
+			      const char *nvml_lib, char *err, size_t errlen)
+{
+	topo_reset(t);
+#ifndef HAVE_HWLOC
+	(void)xml;
+	(void)len;
+	(void)key;
+	(void)nvml_lib;
+	snprintf(err, errlen, "this loom.so was built without hwloc: no topology, no binding");
+	return -1;
+#else
+	hwloc_topology_t topo;
+	const char *have;
+
+	if (len == 0 || len > (size_t)1 << 30 || xml[len] != '\0') {
+		snprintf(err, errlen, "not an XML document");
+		return -1;
+	}
+	/* hwloc's plugins (PCI, OpenCL, GL: X11 and GL libraries) are loaded
+	 * by hwloc_topology_init and add nothing to an XML import, but cost
+	 * ~2.5 ms of the ~3 ms: none while this one starts (its built-in XML
+	 * parser reads hwloc's own export) */
+	const char *plugins = getenv("HWLOC_PLUGINS_PATH");
+	char *saved = plugins ? strdup(plugins) : NULL;
+	setenv("HWLOC_PLUGINS_PATH", "/nonexistent/loom-xml-needs-no-plugins", 1);
+	int irc = hwloc_topology_init(&topo);
+	if (saved)
+		setenv("HWLOC_PLUGINS_PATH", saved, 1);
+	else
+		unsetenv("HWLOC_PLUGINS_PATH");
+	free(saved);
+	if (irc < 0) {
+		snprintf(err, errlen, "hwloc_topology_init failed");
+		return -1;
+	}
+	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+	if (hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1) < 0 || hwloc_topology_load(topo) < 0) {
+		snprintf(err, errlen, "hwloc cannot read it as a topology");
+		hwloc_topology_destroy(topo);
+		return -1;
+	}
+	have = hwloc_obj_get_info_by_name(hwloc_get_root_obj(topo), CACHE_KEY_INFO);
+	if (!have || strcmp(have, key) != 0) {
+		snprintf(err, errlen, "made for %.300s, this node is now %.300s", have ? have : "(no key)", key);
+		hwloc_topology_destroy(topo);
+		return 1;
+	}
+	topo_fill(t, topo);
 	hwloc_topology_destroy(topo);
 	nvml_order(t, nvml_lib);
 	return 0;

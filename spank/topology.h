@@ -69,6 +69,20 @@ struct loom_topo {
 int loom_topo_load(struct loom_topo *t, const char *root, const char *nvml_lib,
 		   char *err, size_t errlen);
 
+/* The node topology cache (topo_cache.c) in hwloc's terms. KEY tags the
+ * XML (an info attribute of the root object).
+ * loom_topo_load_live_xml: this machine's live topology, every PU (also
+ * those outside this process's cgroup), into t and as an XML document in
+ * *xml (malloc()ed, *len bytes plus a \0). 0; 1: t filled but no XML; -1.
+ * loom_topo_load_xml_buffer: t from such a document (xml[len] == \0).
+ * 0; 1 when it was made for another key (stale, err says how); -1. */
+int loom_topo_load_live_xml(struct loom_topo *t, const char *key, const char *nvml_lib,
+			    char **xml, size_t *len, char *err, size_t errlen);
+int loom_topo_load_xml_buffer(struct loom_topo *t, const char *xml, size_t len, const char *key,
+			      const char *nvml_lib, char *err, size_t errlen);
+/* the run-time hwloc version, "2.9.0" ("none" without hwloc) */
+void loom_topo_hwloc_version(char *buf, size_t len);
+
 /* Renumber t->gpu in the order of the given PCI addresses (NVML's index
  * order); GPUs not listed keep their relative order after the listed ones. */
 void loom_topo_order_gpus(struct loom_topo *t, int n, const unsigned (*pci)[4]);

@@ -127,6 +127,11 @@ int main(void)
 	is_int(C(&cfg, "topology_root=/tmp/x.xml", "nvml_library=none"), 0, "paths");
 	is_str(cfg.topology_root, "/tmp/x.xml", "topology_root kept");
 	is_int(C(&cfg, "topology_root=", NULL), -1, "empty topology_root");
+	ok(!strcmp(cfg.topology_cache, "/var/lib/loom/topology.xml"), "topology_cache default");
+	is_int(C(&cfg, "topology_cache=none", NULL), 0, "topology_cache=none");
+	is_str(cfg.topology_cache, "none", "topology_cache none kept");
+	is_int(C(&cfg, "topology_cache=cache.xml", NULL), -1, "relative topology_cache");
+	like(err, "topology_cache='cache.xml' must be an absolute path or none", "topology_cache message");
 	is_int(C(&cfg, "topology_root=/x", NULL), 0, "flight defaults");
 	ok(!cfg.flight_dir[0] && !strcmp(cfg.flight_local_base, "/var/tmp"),
 	   "no flight_dir, flight_local_base /var/tmp");

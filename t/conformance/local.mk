@@ -21,4 +21,5 @@ dist_check_SCRIPTS += \
 	t/t3003-conformance-n2-two-nodes.t \
 	t/t3004-conformance-errors.t \
 	t/t3005-bench-cluster.t \
+	t/t3007-bench-compare.t \
 	t/t3006-conformance-mpi-backend.t

@@ -126,9 +126,13 @@ cluster_plugstack() {
 	if [ "$1" = "none" ] || [ -z "$plugin" ] || [ ! -f "$plugin" ]; then
 		: >"$LOOM_CLUSTER_DIR/plugstack.conf"
 	else
-		# the tests' flight records stay in the cluster's directory, not /var/tmp
+		# the tests' flight records and topology cache stay in the
+		# cluster's directory, not in /var/tmp and /var/lib/loom
 		mkdir -p "$LOOM_CLUSTER_DIR/flight" && chmod 1777 "$LOOM_CLUSTER_DIR/flight"
-		echo "required $plugin flight_local_base=$LOOM_CLUSTER_DIR/flight $*" \
+		# (a loom.so older than topology_cache= would refuse the argument)
+		local cache=""
+		grep -q topology_cache "$plugin" && cache="topology_cache=$LOOM_CLUSTER_DIR/topology.xml "
+		echo "required $plugin flight_local_base=$LOOM_CLUSTER_DIR/flight $cache$*" \
 			>"$LOOM_CLUSTER_DIR/plugstack.conf"
 	fi
 }

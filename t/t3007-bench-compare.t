@@ -1,0 +1,102 @@
+#!/bin/sh
+# bench/compare --quick on its own test cluster: it prints well-formed
+# comparison rows for loom and Open MPI (and gloo where python3-torch is
+# installed), reports a collective gloo lacks and a peer that is not
+# installed without failing, writes a well-formed SVG, and refuses bad
+# arguments. Figures are printed, never asserted.
+. "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+. "$LOOM_SRC_DIR/t/lib/cluster.sh"
+if why=$(cluster_why_not); then
+	if [ -n "${LOOM_REQUIRE_CLUSTER:-}" ]; then
+		say_tap "1..1"
+		say_tap "not ok 1 - cluster required (LOOM_REQUIRE_CLUSTER) but: $why"
+		exit 1
+	fi
+	skip_all "live Slurm cluster: $why"
+fi
+test_need_plugin
+command -v python3 >/dev/null 2>&1 || skip_all "python3 is not installed (bench/compare-report.py needs it)"
+C=$LOOM_SRC_DIR/bench/compare
+if grep -q '^#define HAVE_MPI 1' "$LOOM_BUILD_DIR/config.h"; then have_mpi=1; else have_mpi=0; fi
+if /usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+	have_gloo=1
+else
+	have_gloo=0
+fi
+num='[0-9][0-9.]*'
+# | size | loom us | MPI us | gloo us | loom GB/s | MPI GB/s | gloo GB/s | memcpy | vs MPI | vs gloo | loom/memcpy |
+# with a number or "—" (absent peer) for MPI and gloo
+cell() { [ "$1" = 1 ] && echo "$num" || echo "—"; }
+rowre() { # mpi gloo
+	local m g; m=$(cell "$1"); g=$(cell "$2")
+	echo "^\| [0-9]+ (B|KiB|MiB) \| $num \| $m \| $g \| $num \| $m \| $g \| $num \| ${m}x? \| ${g}x? \| $num% \|\$"
+}
+
+test_expect_success 'bench/compare --quick (allreduce, reduce_scatter; both shapes and the 8-rank growth row)' '
+	timeout 900 "$C" --quick -o allreduce,reduce_scatter -B "$LOOM_BUILD_DIR" -O "$TEST_TMP/c" \
+		>"$TEST_TMP/rep" 2>"$TEST_TMP/rep.err" && rc=0 || rc=$?
+	cat "$TEST_TMP/rep.err" "$TEST_TMP/rep"
+	test $rc = 0 && test -s "$TEST_TMP/c/report.md" && cmp "$TEST_TMP/rep" "$TEST_TMP/c/report.md"
+'
+
+test_expect_success 'allreduce tables: one well-formed row per size for loom and Open MPI (and gloo)' '
+	re=$(rowre $have_mpi $have_gloo)
+	for shape in "2 ranks, 1 node" "4 ranks, 2 nodes x 2 tasks"; do
+		sed -n "/^### allreduce, $shape (best of 1)/,/^###/p" "$TEST_TMP/rep" >"$TEST_TMP/t"
+		cat "$TEST_TMP/t"
+		# --quick: 8 B, 512 B, 32 KiB, 64 KiB
+		test $(grep -Ec "$re" "$TEST_TMP/t") = 4
+	done
+'
+
+test_expect_success 'reduce_scatter: gloo has none, said so; loom and Open MPI rows are there' '
+	sed -n "/^### reduce_scatter, 2 ranks, 1 node/,/^###/p" "$TEST_TMP/rep" >"$TEST_TMP/t"
+	cat "$TEST_TMP/t"
+	test $(grep -Ec "$(rowre $have_mpi 0)" "$TEST_TMP/t") = 4 &&
+	if [ $have_gloo = 1 ]; then grep -q "^(gloo: not supported)" "$TEST_TMP/t"; fi
+'
+
+test_expect_success 'cost-growth table: 2, 4 and 8 ranks' '
+	sed -n "/^### allreduce cost growth/,\$p" "$TEST_TMP/rep" >"$TEST_TMP/t"
+	cat "$TEST_TMP/t"
+	m=$(cell $have_mpi); g=$(cell $have_gloo)
+	for r in "2 ranks, 1 node" "4 ranks, 2 nodes x 2 tasks" "8 ranks, 2 nodes x 4 tasks"; do
+		grep -Eq "^\| $r \| $num \| $m \| $g \| $num \| $m \| $g \|\$" "$TEST_TMP/t"
+	done
+'
+
+test_expect_success 'the raw rows are loom-bench and gloo-bench nccl-tests rows' '
+	row="^ +[0-9]+ +[0-9]+ +float32 +[a-z]+ +-?[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +N/A"
+	test $(grep -Ec "$row" "$TEST_TMP/c/raw/allreduce-1x2-loom-r1.txt") = 4 &&
+	if [ $have_mpi = 1 ]; then grep -q mpi_busbw "$TEST_TMP/c/raw/allreduce-1x2-loom-r1.txt"; fi &&
+	if [ $have_gloo = 1 ]; then
+		test $(grep -Ec "$row\$" "$TEST_TMP/c/raw/allreduce-2x4-gloo-r1.txt") = 4 &&
+		grep -q "^# gloo-bench torch .*: allreduce, 4 ranks, backend gloo" "$TEST_TMP/c/raw/allreduce-2x4-gloo-r1.txt"
+	fi
+'
+
+test_expect_success 'compare.svg: well-formed, one panel per collective and shape, one line per peer' '
+	python3 -c "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); \
+		print(len(d.getElementsByTagName(\"polyline\")))" "$TEST_TMP/c/compare.svg" >"$TEST_TMP/n" &&
+	cat "$TEST_TMP/n" &&
+	# 4 panels x (loom, memcpy, Open MPI?, gloo? except reduce_scatter)
+	test $(cat "$TEST_TMP/n") = $((4 * (2 + have_mpi) + 2 * have_gloo))
+'
+
+test_expect_success 'a peer that is not installed is listed as such and does not fail the run' '
+	LOOM_COMPARE_PYTHON=/nonexistent/python3 timeout 600 "$C" --quick --no-growth -o allreduce -s 1x2 \
+		-B "$LOOM_BUILD_DIR" -O "$TEST_TMP/d" >"$TEST_TMP/rep2" 2>&1 && rc=0 || rc=$?
+	cat "$TEST_TMP/rep2"
+	test $rc = 0 &&
+	grep -q "^| gloo | not installed (no torch.distributed with gloo for /nonexistent/python3" "$TEST_TMP/rep2" &&
+	test $(grep -Ec "$(rowre $have_mpi 0)" "$TEST_TMP/rep2") = 4 &&
+	! ls "$TEST_TMP/d/raw" | grep -q gloo
+'
+
+test_expect_success 'bad arguments are refused with a message' '
+	test_must_fail_with "^bench/compare: -o: unknown collective .bogus." "$C" -o bogus &&
+	test_must_fail_with "^bench/compare: -B ./nonexistent.: no such directory" "$C" -B /nonexistent &&
+	test_must_fail_with "^bench/compare: -s: unknown shape .3x3." "$C" -s 3x3 &&
+	test_must_fail_with "^bench/compare: -r .0.: expected a positive integer" "$C" -r 0
+'
+test_done
