@@ -282,6 +282,38 @@ static void topo_fill(struct loom_topo *t, hwloc_topology_t topo)
 }
 #endif
 
+#ifdef HAVE_HWLOC
+/* a topology object to load, with the I/O devices the planner needs.
+ * no_plugins: hwloc's plugins (PCI, OpenCL, GL: X11 and GL libraries) are
+ * loaded by hwloc_topology_init and add nothing to an XML import, but cost
+ * ~2.5 ms of the ~3 ms: none while this one starts (its built-in XML
+ * parser reads hwloc's own export) */
+static int topo_begin(hwloc_topology_t *topo, int no_plugins, char *err, size_t errlen)
+{
+	const char *plugins = no_plugins ? getenv("HWLOC_PLUGINS_PATH") : NULL;
+	char *saved = plugins ? strdup(plugins) : NULL;
+	int irc;
+	if (no_plugins)
+		setenv("HWLOC_PLUGINS_PATH", "/nonexistent/loom-xml-needs-no-plugins", 1);
+	irc = hwloc_topology_init(topo);
+	if (no_plugins) {
+		if (saved)
+			setenv("HWLOC_PLUGINS_PATH", saved, 1);
+		else
+			unsetenv("HWLOC_PLUGINS_PATH");
+	}
+	free(saved);
+	if (irc < 0) {
+		snprintf(err, errlen, "hwloc_topology_init failed");
+		return -1;
+	}
+	hwloc_topology_set_io_types_filter(*topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	return 0;
+}
+#else
+#define NO_HWLOC "this loom.so was built without hwloc: no topology, no binding"
+#endif
+
 int loom_topo_load(struct loom_topo *t, const char *root, const char *nvml_lib,
 		   char *err, size_t errlen)
 {
@@ -289,18 +321,15 @@ int loom_topo_load(struct loom_topo *t, const char *root, const char *nvml_lib,
 #ifndef HAVE_HWLOC
 	(void)root;
 	(void)nvml_lib;
-	snprintf(err, errlen, "this loom.so was built without hwloc: no topology, no binding");
+	snprintf(err, errlen, NO_HWLOC);
 	return -1;
 #else
 	hwloc_topology_t topo;
 	size_t rl = root ? strlen(root) : 0;
 	int fsroot = 0;
 
-	if (hwloc_topology_init(&topo) < 0) {
-		snprintf(err, errlen, "hwloc_topology_init failed");
+	if (topo_begin(&topo, 0, err, errlen) < 0)
 		return -1;
-	}
-	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 	if (rl > 4 && strcmp(root + rl - 4, ".xml") == 0) {
 		if (hwloc_topology_set_xml(topo, root) < 0) {
 			snprintf(err, errlen, "topology_root=%s: cannot read this hwloc XML file", root);
@@ -349,18 +378,15 @@ int loom_topo_load_live_xml(struct loom_topo *t, const char *key, const char *nv
 #ifndef HAVE_HWLOC
 	(void)key;
 	(void)nvml_lib;
-	snprintf(err, errlen, "this loom.so was built without hwloc: no topology, no binding");
+	snprintf(err, errlen, NO_HWLOC);
 	return -1;
 #else
 	hwloc_topology_t topo;
 	char *buf = NULL;
 	int blen = 0;
 
-	if (hwloc_topology_init(&topo) < 0) {
-		snprintf(err, errlen, "hwloc_topology_init failed");
+	if (topo_begin(&topo, 0, err, errlen) < 0)
 		return -1;
-	}
-	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 	/* the whole node, not the cgroup of the step that happens to write
 	 * the cache: the planner intersects with each step's own CPUs */
 	hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
@@ -398,7 +424,7 @@ int loom_topo_load_xml_buffer(struct loom_topo *t, const char *xml, size_t len, 
 	(void)len;
 	(void)key;
 	(void)nvml_lib;
-	snprintf(err, errlen, "this loom.so was built without hwloc: no topology, no binding");
+	snprintf(err, errlen, NO_HWLOC);
 	return -1;
 #else
 	hwloc_topology_t topo;
@@ -408,24 +434,8 @@ int loom_topo_load_xml_buffer(struct loom_topo *t, const char *xml, size_t len, 
 		snprintf(err, errlen, "not an XML document");
 		return -1;
 	}
-	/* hwloc's plugins (PCI, OpenCL, GL: X11 and GL libraries) are loaded
-	 * by hwloc_topology_init and add nothing to an XML import, but cost
-	 * ~2.5 ms of the ~3 ms: none while this one starts (its built-in XML
-	 * parser reads hwloc's own export) */
-	const char *plugins = getenv("HWLOC_PLUGINS_PATH");
-	char *saved = plugins ? strdup(plugins) : NULL;
-	setenv("HWLOC_PLUGINS_PATH", "/nonexistent/loom-xml-needs-no-plugins", 1);
-	int irc = hwloc_topology_init(&topo);
-	if (saved)
-		setenv("HWLOC_PLUGINS_PATH", saved, 1);
-	else
-		unsetenv("HWLOC_PLUGINS_PATH");
-	free(saved);
-	if (irc < 0) {
-		snprintf(err, errlen, "hwloc_topology_init failed");
+	if (topo_begin(&topo, 1, err, errlen) < 0)
 		return -1;
-	}
-	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 	hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
 	if (hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1) < 0 || hwloc_topology_load(topo) < 0) {
 		snprintf(err, errlen, "hwloc cannot read it as a topology");
