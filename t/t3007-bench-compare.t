@@ -5,15 +5,7 @@
 # installed without failing, writes a well-formed SVG, and refuses bad
 # arguments. Figures are printed, never asserted.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-. "$LOOM_SRC_DIR/t/lib/cluster.sh"
-if why=$(cluster_why_not); then
-	if [ -n "${LOOM_REQUIRE_CLUSTER:-}" ]; then
-		say_tap "1..1"
-		say_tap "not ok 1 - cluster required (LOOM_REQUIRE_CLUSTER) but: $why"
-		exit 1
-	fi
-	skip_all "live Slurm cluster: $why"
-fi
+test_need_cluster_host
 test_need_plugin
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is not installed (bench/compare-report.py needs it)"
 C=$LOOM_SRC_DIR/bench/compare

@@ -73,9 +73,10 @@ test_must_fail_with() {
 	printf '%s\n' "$out" | grep -Eq -- "$pat" || { echo "output lacks /$pat/"; return 1; }
 }
 
-# Run a cluster: skip the whole script when this host cannot, unless CI
-# demands it (LOOM_REQUIRE_CLUSTER=1 turns a skip into a failure).
-test_need_cluster() {
+# Skip the whole script when this host cannot run a test cluster, unless
+# CI demands it (LOOM_REQUIRE_CLUSTER=1 turns a skip into a failure).
+# For a script that starts its clusters itself (bench/compare).
+test_need_cluster_host() {
 	. "$LOOM_SRC_DIR/t/lib/cluster.sh"
 	local why
 	if why=$(cluster_why_not); then
@@ -86,6 +87,11 @@ test_need_cluster() {
 		fi
 		skip_all "live Slurm cluster: $why"
 	fi
+}
+
+# Run a cluster: as test_need_cluster_host, then start one for the script.
+test_need_cluster() {
+	test_need_cluster_host
 	trap 'cluster_cleanup; rm -rf "$TEST_TMP"' EXIT
 	if ! cluster_start; then
 		cluster_dump_logs
