@@ -63,8 +63,8 @@ for p in "nccl backend check, 1 rank" "nccl conformance --quick, 1 rank" "confor
 	'
 done
 # these ran: their programs said there is no GPU (exit 77), in their words
-for p in "loom_comm_set_stream ordering" "refused buffer: another-context" "refused buffer: freed" \
-	"refused buffer: mixed" "nccl timeout abort: held-stream" "nccl timeout abort: unmatched-send"; do
+for p in "loom_comm_set_stream ordering" "buffer check: another-context" "buffer check: freed" \
+	"buffer check: mixed" "nccl timeout abort: held-stream" "nccl timeout abort: unmatched-send"; do
 	test_expect_success "GPU check program ran and said NOT RUN: $p" '
 		grep -E "^'"$p"' +NOT RUN \(no GPU: cudaGetDeviceCount: .+\)$" "$S"
 	'

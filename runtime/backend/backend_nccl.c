@@ -14,7 +14,8 @@
  * by polling ncclCommGetAsyncError, and completion by polling
  * cudaStreamQuery, against the communicator's deadline; on a timeout, or
  * when the native communicator reports an abort or a lost peer, the
- * ncclComm is aborted (ncclCommAbort) and the call returns the error.
+ * ncclComm is aborted (ncclCommAbort, in a thread of its own so that the
+ * caller is not held past its deadline) and the call returns the error.
  * A buffer neither kind of memory can serve is refused with
  * LOOM_ERR_INVALID before anything is enqueued (buf_kind): device memory
  * of another device or not addressable from this context, or an address
@@ -24,7 +25,8 @@
  * fp32 for each addition but sends and stores partial results in the
  * 16-bit type, so they are rounded at each step (as the MPI backend's
  * user ops do), not accumulated in fp32 end to end like the native
- * backend. Compile-tested only where no GPU was available.
+ * backend. Run on one GPU (a world of one rank) by t/gpu/device-check.sh;
+ * several ranks on several GPUs have only been compiled.
  */
 #include "backend/backend.h"
 #include "flight/flight.h"
@@ -32,11 +34,13 @@
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 struct ncomm {
@@ -70,6 +74,63 @@ static int nccl_status(ncclResult_t r)
 	}
 }
 
+/* ncclCommAbort runs in a thread of its own: it waits for the work NCCL
+ * queued on the communicator's streams, and work held behind the user's
+ * own stream (a host function that never returns, a kernel of the user's
+ * that spins) would otherwise keep the caller past its deadline, the very
+ * hang the timeout is there to end (t/gpu/device-check.sh, held-stream).
+ * loom_finalize waits for the aborts in flight, up to ABORT_WAIT_S. */
+#define ABORT_WAIT_S 10.0
+static pthread_mutex_t abort_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t abort_done = PTHREAD_COND_INITIALIZER;
+static int aborts_in_flight;
+
+static void *abort_main(void *arg)
+{
+	ncclCommAbort((ncclComm_t)arg);
+	pthread_mutex_lock(&abort_lock);
+	aborts_in_flight--;
+	pthread_cond_broadcast(&abort_done);
+	pthread_mutex_unlock(&abort_lock);
+	return NULL;
+}
+
+static void abort_async(ncclComm_t nc)
+{
+	pthread_t t;
+	pthread_attr_t at;
+	int ok;
+	pthread_mutex_lock(&abort_lock);
+	aborts_in_flight++;
+	pthread_mutex_unlock(&abort_lock);
+	ok = pthread_attr_init(&at) == 0;
+	ok = ok && pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+	     pthread_create(&t, &at, abort_main, nc) == 0;
+	pthread_attr_destroy(&at);
+	if (!ok)
+		abort_main(nc);  /* no thread: abort here, waiting as NCCL does */
+}
+
+/* 0 when every abort has returned, else the number still running after
+ * the wait (logged) */
+static int aborts_wait(double seconds)
+{
+	struct timespec until;
+	int left;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)seconds;
+	pthread_mutex_lock(&abort_lock);
+	while (aborts_in_flight &&
+	       pthread_cond_timedwait(&abort_done, &abort_lock, &until) != ETIMEDOUT)
+		;
+	left = aborts_in_flight;
+	pthread_mutex_unlock(&abort_lock);
+	if (left)
+		LOOM_ERR("finalize: %d ncclCommAbort call(s) still waiting after %.0f s for work queued "
+			 "on their streams (a stream of yours held?): left running", left, seconds);
+	return left;
+}
+
 static void nabort(struct loom_comm *c, int st)
 {
 	struct ncomm *n = c->impl;
@@ -77,21 +138,34 @@ static void nabort(struct loom_comm *c, int st)
 	atomic_compare_exchange_strong(&c->failed, &zero, st);
 	if (!n->aborted && n->nc) {
 		n->aborted = 1;
-		ncclCommAbort(n->nc);
+		abort_async(n->nc);
 		n->nc = NULL;
 	}
 }
 
-/* Wait until NCCL is no longer "in progress" on n->nc (non-blocking mode)
- * or the deadline passes. */
-static int nccl_settle(struct loom_comm *c, ncclResult_t r, const char *what, double deadline)
+/* Wait until NCCL is no longer "in progress" on the communicator *pnc
+ * (non-blocking mode) or the deadline passes; c is the loom communicator
+ * that fails (aborted) on an error. NCCL is always asked at least once,
+ * whatever r says: a non-blocking call can return ncclSuccess while its
+ * group job still runs in NCCL's thread (ncclCommSplit does), and the
+ * next call on that communicator would then fail with "invalid argument".
+ * *pnc may be NULL until NCCL's thread fills it in (a split's child). */
+static int nccl_settle_on(struct loom_comm *c, ncclComm_t *pnc, ncclResult_t r, const char *what,
+			  double deadline)
 {
 	struct ncomm *n = c->impl;
-	ncclResult_t a = r;
+	ncclResult_t a = r == ncclSuccess ? ncclInProgress : r;
 	unsigned spins = 0;
 	while (a == ncclInProgress) {
-		int f = atomic_load(&n->nat->failed);
-		if (f) {
+		ncclComm_t nc = __atomic_load_n(pnc, __ATOMIC_ACQUIRE);
+		int f;
+		if (nc && ncclCommGetAsyncError(nc, &a) != ncclSuccess) {
+			a = ncclInvalidArgument;
+			break;
+		}
+		if (a != ncclInProgress)
+			break;
+		if ((f = atomic_load(&n->nat->failed))) {
 			nabort(c, f);
 			return f;
 		}
@@ -104,8 +178,6 @@ static int nccl_settle(struct loom_comm *c, ncclResult_t r, const char *what, do
 		}
 		if (++spins > 1000)
 			sched_yield();
-		if (ncclCommGetAsyncError(n->nc, &a) != ncclSuccess)
-			break;
 	}
 	if (a != ncclSuccess) {
 		LOOM_ERR("comm %s: %s: %s", c->name, what, ncclGetErrorString(a));
@@ -113,6 +185,11 @@ static int nccl_settle(struct loom_comm *c, ncclResult_t r, const char *what, do
 		return nccl_status(a);
 	}
 	return LOOM_SUCCESS;
+}
+
+static int nccl_settle(struct loom_comm *c, ncclResult_t r, const char *what, double deadline)
+{
+	return nccl_settle_on(c, &((struct ncomm *)c->impl)->nc, r, what, deadline);
 }
 
 /* Poll an event (NULL: the stream) until done, an async error, a failure
@@ -226,13 +303,18 @@ static ncclDataType_t ntype(loom_dtype_t dt)
 	}
 }
 
-static ncclRedOp_t nop(loom_op_t op)
+/* ranks: the communicator's size. The average of one rank is the value
+ * itself: NCCL 2.28's one-rank path for ncclAvg on floats (a pre-multiply
+ * kernel) leaves the last element of some counts unwritten (65537
+ * float64s: 32 blocks of 2048), found by t/gpu/device-check.sh; a sum of
+ * one rank is a plain copy, exact. */
+static ncclRedOp_t nop(loom_op_t op, int ranks)
 {
 	switch (op) {
 	case LOOM_PROD: return ncclProd;
 	case LOOM_MIN: return ncclMin;
 	case LOOM_MAX: return ncclMax;
-	case LOOM_AVG: return ncclAvg;
+	case LOOM_AVG: return ranks == 1 ? ncclSum : ncclAvg;
 	default: return ncclSum;
 	}
 }
@@ -249,13 +331,13 @@ static int enqueue(struct loom_comm *c, const struct loom_opdesc *d, double dead
 		return atomic_load(&c->failed) ? atomic_load(&c->failed) : LOOM_ERR_ABORTED;
 	switch (d->kind) {
 	case LOOM_OP_ALLREDUCE:
-		r = ncclAllReduce(d->s, d->r, cnt, t, nop(d->op), n->nc, n->stream);
+		r = ncclAllReduce(d->s, d->r, cnt, t, nop(d->op, c->size), n->nc, n->stream);
 		break;
 	case LOOM_OP_BCAST:
 		r = ncclBroadcast(d->s, d->r, cnt, t, d->root, n->nc, n->stream);
 		break;
 	case LOOM_OP_REDUCE:
-		r = ncclReduce(d->s, d->r, cnt, t, nop(d->op), d->root, n->nc, n->stream);
+		r = ncclReduce(d->s, d->r, cnt, t, nop(d->op, c->size), d->root, n->nc, n->stream);
 		break;
 	case LOOM_OP_ALLGATHER:
 		r = ncclAllGather(d->s, d->r, cnt, t, n->nc, n->stream);
@@ -264,7 +346,7 @@ static int enqueue(struct loom_comm *c, const struct loom_opdesc *d, double dead
 		if (d->s == d->r) {
 			/* NCCL's in-place form leaves the result at block rank */
 			char *blk = (char *)d->r + (size_t)c->rank * cnt * es;
-			r = ncclReduceScatter(d->s, blk, cnt, t, nop(d->op), n->nc, n->stream);
+			r = ncclReduceScatter(d->s, blk, cnt, t, nop(d->op, c->size), n->nc, n->stream);
 			if (r == ncclSuccess || r == ncclInProgress) {
 				int rc = nccl_settle(c, r, "reduce_scatter", deadline);
 				if (rc)
@@ -275,7 +357,7 @@ static int enqueue(struct loom_comm *c, const struct loom_opdesc *d, double dead
 				return LOOM_SUCCESS;
 			}
 		} else {
-			r = ncclReduceScatter(d->s, d->r, cnt, t, nop(d->op), n->nc, n->stream);
+			r = ncclReduceScatter(d->s, d->r, cnt, t, nop(d->op, c->size), n->nc, n->stream);
 		}
 		break;
 	case LOOM_OP_ALLTOALL: {
@@ -505,6 +587,13 @@ static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int 
 	if (parent) {
 		struct ncomm *pn = parent->impl;
 		r = ncclCommSplit(pn->nc, color, key, &n->nc, &cfg);
+		/* non-blocking: NCCL's thread initializes the child, fills in
+		 * n->nc and only then takes the parent out of "in progress";
+		 * the parent is settled first, so that the next call on it
+		 * (another split, a collective) is not refused */
+		if ((r == ncclSuccess || r == ncclInProgress) &&
+		    (rc = nccl_settle(parent, r, "ncclCommSplit", deadline)))
+			goto settled;
 		(void)nat;
 	} else
 #endif
@@ -530,6 +619,7 @@ static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int 
 	} else {
 		rc = nccl_settle(c, r, "NCCL init", deadline);
 	}
+settled: __attribute__((unused));
 	if (!all_ok(nat, rc == LOOM_SUCCESS)) {
 		rc = rc ? rc : LOOM_ERR_SYSTEM;
 		goto fail;
@@ -547,7 +637,7 @@ static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int 
 	return LOOM_SUCCESS;
 fail:
 	if (n->nc)
-		ncclCommAbort(n->nc);
+		abort_async(n->nc);
 	if (n->own)
 		cudaStreamDestroy(n->own);
 	free(n);
@@ -661,6 +751,7 @@ static int bx_finalize(struct loom_comm *world)
 	while (n->kids)
 		destroy(n->kids, 1);
 	destroy(world, 0);
+	aborts_wait(ABORT_WAIT_S);
 	return loom_native_finalize(nat);  /* frees every native comm derived from it */
 }
 

@@ -142,7 +142,7 @@ part "nccl, 2+ ranks" "NOT RUN" "NCCL refuses two ranks on one GPU; needs one GP
 # the check programs: without a GPU each says NOT RUN (exit 77) itself
 run_part "loom_comm_set_stream ordering" 40 "^stream_order: PASS" "$build/bin/stream_order"
 for c in another-context freed mixed; do
-	run_part "refused buffer: $c" 30 "^bad_buffers $c: PASS" "$build/bin/bad_buffers" --case $c
+	run_part "buffer check: $c" 30 "^bad_buffers $c: PASS" "$build/bin/bad_buffers" --case $c
 done
 for c in held-stream unmatched-send; do
 	run_part "nccl timeout abort: $c" 40 "^nccl_timeout $c: PASS" "$build/bin/nccl_timeout" --case $c
