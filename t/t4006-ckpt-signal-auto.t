@@ -18,15 +18,22 @@ KILLPOINT="$LOOM_BUILD_DIR/runtime/test/.libs/killpoint.so"
 A=$(cd "$TEST_TMP" && pwd -P)/auto
 mkdir -p "$A/ck"
 
-# the last run (restart 2) trains 30 steps past the step it resumes from
+# the last run (restart 2) trains 30 steps past the step it resumes from.
+# In the limited runs rank 3 (on n2) lingers after loom_finalize, so that
+# the requeue (as the first task on n1 exits) kills it before it exits,
+# and no metrics writer runs on a timer: its stop must be in its metrics
+# file when the save returns (before, the file was written at exit only,
+# and CI saw a rank killed first under load).
 cat >"$A/job.sh" <<EOS
 #!/bin/sh
-export LOOM_DEBUG=info CKPT_DRIVE_SAVE_EVERY=20
+export LOOM_DEBUG=info CKPT_DRIVE_SAVE_EVERY=20 LOOM_METRICS_INTERVAL=3600
 r=\${SLURM_RESTART_COUNT:-0}
 export LOOM_METRICS_FILE="$A/m-\$r-%r.prom"
 steps=100000
 if [ "\$r" -ge 2 ]; then
 	steps=\$((\$(sed 's/^step-//' "$A/ck/\$SLURM_JOB_ID/latest") + 30))
+else
+	export CKPT_DRIVE_LINGER=3:8
 fi
 srun --mpi=pmix env LD_PRELOAD="$KILLPOINT" LOOM_TEST_KILL_RANK=0 \\
 	LOOM_TEST_KILL_AT="fsync:$A/ck/*/.tmp-step-*/MANIFEST" LOOM_TEST_DELAY_S=\$((3 + 3 * r)) \\
@@ -53,7 +60,9 @@ test_expect_success 'a time-limited job with slow saves: signalled early enough 
 	! grep -q "TIMEOUT\|DUE TO TIME LIMIT" "$A/job.out"
 '
 
-test_expect_success 'the stop checkpoints in the metrics: reason=timelimit in the two limited runs, none in the last' '
+test_expect_success 'the stop checkpoints in the metrics: reason=timelimit in the two limited runs, none in the last; also from rank 3, killed by the requeue while it lingered' '
+	test $(grep -c "^rank 3 lingers 8 s after its stop save" "$A/job.out") = 2 &&
+	! grep "^rank 3 lingered to the end" "$A/job.out" &&
 	prom="python3 $LOOM_SRC_DIR/t/lib/promtext.py" &&
 	for r in 0 1 2; do
 		want=1 && test $r = 2 && want=0

@@ -288,7 +288,7 @@ static void sweep_start(loom_ckpt_t *ck)
 }
 
 /* rank 0: manifest, rename, latest, prune (the old steps renamed; their
- * removal in the background after the agreement), requeue request */
+ * removal in the background after the agreement) */
 static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
 		  const char *tmp)
 {
@@ -297,9 +297,24 @@ static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t c
 		rc = publish(ck, step, tmp);
 	if (!rc)
 		ckpt_prune_mark(ck->dir, ck->keep, step);
-	if (!rc && ck->stopped)
-		requeue_request(ck, step);
 	return rc;
+}
+
+/* Every rank, once the agreement says a stop checkpoint is committed:
+ * count it and write LOOM_METRICS_FILE now, then agree once more, rank 0
+ * writing the requeue request just before. loom.so requeues the job as
+ * the first task exits, and Slurm then kills the others: a rank that
+ * flushed only at exit (or every LOOM_METRICS_INTERVAL) could be killed
+ * first and never show its stop (t4006 under load). No rank returns
+ * before the request exists, so no task can exit before it either. */
+static int stop_committed(loom_ckpt_t *ck, long long step)
+{
+	loom_metrics_checkpoint_stop(ck->comm->metrics, ck->stopped == SIGTERM
+				     ? LOOM_METRIC_STOP_PREEMPT : LOOM_METRIC_STOP_TIMELIMIT);
+	loom_metrics_flush();
+	if (ck->rank == 0)
+		requeue_request(ck, step);
+	return ck_agree(ck, LOOM_SUCCESS);
 }
 
 int ck_save_now(loom_ckpt_t *ck, long long step)
@@ -322,6 +337,8 @@ int ck_save_now(loom_ckpt_t *ck, long long step)
 	t1 = ck_now_s();
 	ck->st.data_s = t1 - t0;
 	rc = ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, chunk, tmp) : LOOM_SUCCESS);
+	if (rc == LOOM_SUCCESS && ck->stopped)
+		rc = stop_committed(ck, step);
 	ck->st.commit_s = ck_now_s() - t1;
 	if (rc == LOOM_SUCCESS && ck->rank == 0)
 		sweep_start(ck);
@@ -331,9 +348,6 @@ out:
 	ck->st.mode = op.independent ? LOOM_CKPT_INDEPENDENT : LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS)
 		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
-	if (rc == LOOM_SUCCESS && ck->stopped)
-		loom_metrics_checkpoint_stop(ck->comm->metrics, ck->stopped == SIGTERM
-					     ? LOOM_METRIC_STOP_PREEMPT : LOOM_METRIC_STOP_TIMELIMIT);
 	if (rc == LOOM_SUCCESS && ck->rank == 0) {
 		/* for loom.so's SIG@auto; best effort (warned), the save stands */
 		unsigned long long all = 0;

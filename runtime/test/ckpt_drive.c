@@ -108,11 +108,32 @@ static double now_s(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CKPT_DRIVE_LINGER=R:S: after a stop save, rank R stays S seconds more
+ * after loom_finalize, before it exits, so that loom.so's requeue (as the
+ * first task on the first node exits) kills it first: what it wrote
+ * before it returned from the save is all that is left of it (t4006: its
+ * metrics, which are otherwise written at exit) */
+static void linger(int rank)
+{
+	const char *v = getenv("CKPT_DRIVE_LINGER");
+	int r;
+	double s, until;
+	if (!v || sscanf(v, "%d:%lf", &r, &s) != 2 || r != rank)
+		return;
+	printf("rank %d lingers %.0f s after its stop save\n", rank, s);
+	fflush(stdout);
+	until = now_s() + s;
+	while (now_s() < until)
+		usleep(100000);
+	printf("rank %d lingered to the end\n", rank);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	loom_comm_t *w;
 	loom_ckpt_t *ck;
-	int rc;
+	int rc, stopped = 0;
 	long long step = -1;
 	if (argc < 4) {
 		fprintf(stderr, "usage: ckpt-drive save|restore|train DIR ...\n");
@@ -233,6 +254,7 @@ int main(int argc, char **argv)
 				printf("rank %d stop at step %lld\n", rank, step);
 				fflush(stdout);
 				rc = loom_ckpt_save(ck, step);
+				stopped = 1;
 				break;
 			}
 			/* periodic saves (async under LOOM_CKPT_ASYNC=1) */
@@ -250,5 +272,7 @@ int main(int argc, char **argv)
 	for (int b = 0; b < nb; b++)
 		free(blks[b].buf);
 	loom_finalize(w);
+	if (stopped)
+		linger(rank);
 	return rc ? 1 : 0;
 }
