@@ -18,8 +18,8 @@ cluster_plugstack none
 for tr in auto tcp; do
 	test_expect_success "timeout ($tr): one rank skips an allreduce, the others get LOOM_ERR_TIMEOUT naming it" "
 		d=\$(marker_dir) &&
-		LOOM_TRANSPORT=$tr LOOM_TIMEOUT=2 env_srun -N2 -n4 -- \$COLL skip 2 \$d >\$TEST_TMP/o 2>&1 &&
-		cat \$TEST_TMP/o &&
+		rc=0 && LOOM_TRANSPORT=$tr LOOM_TIMEOUT=2 env_srun -N2 -n4 -- \$COLL skip 2 \$d >\$TEST_TMP/o 2>&1 || rc=\$? &&
+		cat \$TEST_TMP/o && echo \"srun exit \$rc\" && test \$rc = 0 &&
 		test \$(grep -c 'status -4 ' \$TEST_TMP/o) -eq 3 &&
 		grep -q '^rank 2: skipped; 3 of 3 others got a status\$' \$TEST_TMP/o &&
 		grep -E 'timeout: comm world op allreduce seq 2.* rank 2 never arrived' \$TEST_TMP/o &&

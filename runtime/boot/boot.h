@@ -18,12 +18,15 @@ struct loom_boot {
 	uint32_t *ip;                   /* world rank -> address (network order) */
 	uint16_t *port;                 /* world rank -> the port it listens on */
 	char (*nodename)[64];
-	int *pid;
+	int *pid;                       /* 0 where not known (lazy addresses) */
+	int lazy_addresses;             /* ip/port left 0: looked up at first dial */
 };
 int loom_boot_env(struct loom_boot *b);
 #ifdef HAVE_PMIX
 int loom_boot_pmix(struct loom_boot *b);
 int loom_pmix_finalize(void);
+/* rank's TCP address, from what it published before the fence */
+int loom_pmix_peer_addr(int rank, uint32_t *ip, uint16_t *port);
 #endif
 /* shared by both: listen; the tables, by size */
 int loom_boot_listen(uint32_t ip, uint16_t want_port, int *fd, uint16_t *port);

@@ -88,7 +88,18 @@ static int number_nodes(struct loom_world *w)
 }
 
 /* what the engine reports goes to the communicators (comm_core.c) */
-static const struct loom_engine_hooks engine_hooks = { loom_comms_peer_lost, loom_comms_control };
+static const struct loom_engine_hooks engine_hooks = { loom_comms_peer_lost, loom_comms_control,
+							 NULL };
+#ifdef HAVE_PMIX
+static int pmix_resolve(struct loom_world *w, int peer, uint32_t *ip, uint16_t *port)
+{
+	(void)w;
+	return loom_pmix_peer_addr(peer, ip, port);
+}
+
+static const struct loom_engine_hooks engine_hooks_pmix = { loom_comms_peer_lost,
+							    loom_comms_control, pmix_resolve };
+#endif
 
 int loom_native_world(loom_comm_t **world)
 {
@@ -96,6 +107,7 @@ int loom_native_world(loom_comm_t **world)
 	struct loom_boot b;
 	int rc, i, *ranks;
 	const char *how;
+	double t0 = loom_now(), t_boot, t_engine;
 	*world = NULL;
 
 	w = calloc(1, sizeof *w);
@@ -138,6 +150,7 @@ int loom_native_world(loom_comm_t **world)
 		world_free(w);
 		return rc;
 	}
+	t_boot = loom_now();
 	w->how = how;
 	w->rank = b.rank;
 	w->size = b.size;
@@ -164,7 +177,11 @@ int loom_native_world(loom_comm_t **world)
 		return rc;
 	}
 	loom_log_identity(w->rank, w->size, w->nodename[w->rank]);
-	rc = loom_engine_create(w, b.listen_fd, b.ip, b.port, b.key, &engine_hooks);
+	rc = loom_engine_create(w, b.listen_fd, b.ip, b.port, b.key,
+#ifdef HAVE_PMIX
+				b.lazy_addresses ? &engine_hooks_pmix :
+#endif
+				&engine_hooks);
 	boot_free(&b);
 	memset(b.key, 0, sizeof b.key);
 	if (rc) {
@@ -173,6 +190,7 @@ int loom_native_world(loom_comm_t **world)
 		world_free(w);
 		return rc;
 	}
+	t_engine = loom_now();
 	*world = loom_comm_create(w, loom_mix64(w->nonce, 0x776f726c64ull), w->size, ranks, w->rank,
 				  "world");
 	free(ranks);
@@ -185,10 +203,13 @@ int loom_native_world(loom_comm_t **world)
 	if (w->transport == LOOM_TR_SHM && w->nnodes > 1)
 		LOOM_WARN("LOOM_TRANSPORT=shm but the %d ranks span %d nodes: TCP between nodes, shm inside each",
 			  w->size, w->nnodes);
-	LOOM_INFO("world of %d ranks on %d node(s), bootstrap %s, transport %s, timeout %g s%s",
+	/* where init's time went: at scale the first thing asked */
+	LOOM_INFO("world of %d ranks on %d node(s), bootstrap %s, transport %s, timeout %g s%s "
+		  "(init %.3f s: bootstrap %.3f, engine %.3f, world communicator %.3f)",
 		  w->size, w->nnodes, how,
 		  w->transport == LOOM_TR_AUTO ? "auto" : w->transport == LOOM_TR_SHM ? "shm" : "tcp",
-		  w->timeout, w->check ? ", LOOM_CHECK on" : "");
+		  w->timeout, w->check ? ", LOOM_CHECK on" : "", loom_now() - t0, t_boot - t0,
+		  t_engine - t_boot, loom_now() - t_engine);
 	return LOOM_SUCCESS;
 }
 

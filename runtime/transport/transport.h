@@ -114,6 +114,9 @@ struct loom_world;
 struct loom_engine_hooks {
 	void (*peer_lost)(struct loom_world *w, int peer, int status);
 	int64_t (*control)(struct loom_world *w, int from, int type, uint64_t ctx, int64_t aux);
+	/* NULL: every address was given at create; else the address of a
+	 * peer given as port 0, asked for at its first dial (LOOM_SUCCESS) */
+	int (*resolve)(struct loom_world *w, int peer, uint32_t *ip, uint16_t *port);
 };
 /* listen_fd (taken: kept open for the job's life, closed at destroy) and
  * every rank's address: connections are made on first use, authenticated

@@ -535,6 +535,12 @@ static void start_dial(struct loom_engine *e, int i)
 		peer_lost(e, i, "out of memory for a connection");
 		return;
 	}
+	if (!p->port && e->hooks->resolve && e->hooks->resolve(e->w, i, &p->ip, &p->port)) {
+		free(p->dial);
+		p->dial = NULL;
+		peer_lost(e, i, "its address cannot be looked up");
+		return;
+	}
 	rc = loom_hs_dialer_start(p->dial, p->ip, p->port);
 	if (rc) {
 		free(p->dial);
