@@ -111,9 +111,9 @@ static void abort_async(ncclComm_t nc)
 		abort_main(nc);  /* no thread: abort here, waiting as NCCL does */
 }
 
-/* 0 when every abort has returned, else the number still running after
- * the wait (logged) */
-static int aborts_wait(double seconds)
+/* until every abort has returned, or seconds; what is still running is
+ * logged and left */
+static void aborts_wait(double seconds)
 {
 	struct timespec until;
 	int left;
@@ -128,7 +128,6 @@ static int aborts_wait(double seconds)
 	if (left)
 		LOOM_ERR("finalize: %d ncclCommAbort call(s) still waiting after %.0f s for work queued "
 			 "on their streams (a stream of yours held?): left running", left, seconds);
-	return left;
 }
 
 static void nabort(struct loom_comm *c, int st)

@@ -107,7 +107,7 @@ int loom_native_world(loom_comm_t **world)
 	struct loom_boot b;
 	int rc, i, *ranks;
 	const char *how;
-	double t0 = loom_now(), t_boot, t_engine;
+	double t0 = loom_now(), t_boot, t_engine, t_end;
 	*world = NULL;
 
 	w = calloc(1, sizeof *w);
@@ -204,12 +204,13 @@ int loom_native_world(loom_comm_t **world)
 		LOOM_WARN("LOOM_TRANSPORT=shm but the %d ranks span %d nodes: TCP between nodes, shm inside each",
 			  w->size, w->nnodes);
 	/* where init's time went: at scale the first thing asked */
+	t_end = loom_now();
 	LOOM_INFO("world of %d ranks on %d node(s), bootstrap %s, transport %s, timeout %g s%s "
 		  "(init %.3f s: bootstrap %.3f, engine %.3f, world communicator %.3f)",
 		  w->size, w->nnodes, how,
 		  w->transport == LOOM_TR_AUTO ? "auto" : w->transport == LOOM_TR_SHM ? "shm" : "tcp",
-		  w->timeout, w->check ? ", LOOM_CHECK on" : "", loom_now() - t0, t_boot - t0,
-		  t_engine - t_boot, loom_now() - t_engine);
+		  w->timeout, w->check ? ", LOOM_CHECK on" : "", t_end - t0, t_boot - t0,
+		  t_engine - t_boot, t_end - t_engine);
 	return LOOM_SUCCESS;
 }
 

@@ -202,6 +202,14 @@ static int publish(loom_ckpt_t *ck, long long step, const char *tmp)
 	return LOOM_SUCCESS;
 }
 
+/* why a stop signal stopped the run, as the task can tell (a scancel is a
+ * SIGTERM too: loom.so's log line tells it apart): the requeue request's
+ * reason= and the metric's label */
+static enum loom_metric_stop stop_reason(int signal)
+{
+	return signal == SIGTERM ? LOOM_METRIC_STOP_PREEMPT : LOOM_METRIC_STOP_TIMELIMIT;
+}
+
 /* The request of docs/environment.md ("Requeue after a checkpoint"), the
  * one place its format is written: by the save below, and by programs that
  * save with their own code (the Python package's request_requeue). */
@@ -227,14 +235,11 @@ int loom_ckpt_request_requeue(const char *dir, long long step, int signal)
 		LOOM_WARN("ckpt: LOOM_CKPT_REQUEUE=0: no requeue request for step %lld", step);
 		return LOOM_SUCCESS;
 	}
-	/* the Slurm step too: only the step that wrote it acts on it; the
-	 * reason as far as a task can tell (a scancel is a SIGTERM too:
-	 * loom.so's log line tells it apart) */
+	/* the Slurm step too: only the step that wrote it acts on it */
 	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n"
 		 "reason=%s\n", job, restart && *restart ? restart : "0",
 		 sstep && *sstep ? sstep : "none", step, ck_sig_name(signal),
-		 loom_metrics_stop_name(signal == SIGTERM ? LOOM_METRIC_STOP_PREEMPT
-							  : LOOM_METRIC_STOP_TIMELIMIT));
+		 loom_metrics_stop_name(stop_reason(signal)));
 	if (ckpt_write_small(dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS) {
 		LOOM_ERR("ckpt: cannot write %s/%s (%s): the job will not be requeued",
 			 dir, CKPT_REQUEUE_FILE, strerror(errno));
@@ -309,8 +314,7 @@ static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t c
  * before the request exists, so no task can exit before it either. */
 static int stop_committed(loom_ckpt_t *ck, long long step)
 {
-	loom_metrics_checkpoint_stop(ck->comm->metrics, ck->stopped == SIGTERM
-				     ? LOOM_METRIC_STOP_PREEMPT : LOOM_METRIC_STOP_TIMELIMIT);
+	loom_metrics_checkpoint_stop(ck->comm->metrics, stop_reason(ck->stopped));
 	loom_metrics_flush();
 	if (ck->rank == 0)
 		requeue_request(ck, step);

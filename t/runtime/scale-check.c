@@ -32,20 +32,23 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(id, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double now(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
 }
 
 /* wall clock, comparable between the ranks of one host (and, as far as
  * NTP keeps them, of several) */
 static double wall(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+	return clock_s(CLOCK_REALTIME);
 }
 
 /* open descriptors, and how many of them are sockets; show: print each */
