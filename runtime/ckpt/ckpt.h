@@ -137,6 +137,12 @@ typedef struct {
 	uint64_t window, direct_min;
 	const int64_t *desc;       /* per rank, ndesc descriptors of CKPT_DESC_W */
 	int64_t ndesc;
+	/* given aggregators (distinct ranks) and their domains (naggr_given +
+	 * 1 starts, chunk starts from 0 to the total): a load from the node
+	 * caches reads each domain where it is cached. 0: picked here */
+	int naggr_given;
+	const int32_t *aggr_given;
+	const uint64_t *dom_given;
 } ckpt_plan_in_t;
 
 /* the blocks of a rank's table, and their descriptors padded to ndesc */
@@ -206,6 +212,10 @@ int ckpt_manifest_write(FILE *f, const ckpt_manifest_t *m);
 int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *why,
 			size_t whylen);
 void ckpt_manifest_free(ckpt_manifest_t *m);
+/* STEPDIR/NAME whole (NUL-terminated) when a regular file of at most max
+ * bytes; neither followed if a link. A loom status, the reason in why. */
+int ckpt_read_small(const char *stepdir, const char *name, size_t max, char **text,
+		    size_t *len, char *why, size_t whylen);
 /* Reads DIR/step-N/MANIFEST. */
 int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen);
 

@@ -18,14 +18,20 @@ struct ck_bg {
 	char *stage;
 	size_t stage_cap;
 	pthread_t th;
-	int running, rc, warned;
+	int running, rc, warned, what;
 	long long step;
 };
 
 static void *writer(void *arg)
 {
 	struct ck_bg *bg = arg;
-	bg->rc = ck_save_now(&bg->h, bg->step);
+	bg->rc = LOOM_SUCCESS;
+	if (bg->what & CK_BG_CACHE)
+		bg->rc = ck_cache_save(&bg->h, bg->step);
+	/* a flush after a cached save: that one was counted */
+	bg->h.flush_only = (bg->what & CK_BG_CACHE) != 0;
+	if (bg->rc == LOOM_SUCCESS && (bg->what & CK_BG_SHARED))
+		bg->rc = ck_save_now(&bg->h, bg->step);
 	return NULL;
 }
 
@@ -109,7 +115,7 @@ static void start_undo(struct ck_bg *bg)
 	bg->comm = NULL;
 }
 
-int ck_bg_start(loom_ckpt_t *ck, long long step)
+int ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 {
 	struct ck_bg *bg = ck->bg;
 	size_t mine = local_bytes(ck), limit;
@@ -159,10 +165,14 @@ int ck_bg_start(loom_ckpt_t *ck, long long step)
 	bg->h.size = ck->size;
 	bg->h.keep = ck->keep;
 	bg->h.mode = ck->mode;
+	bg->h.cache = ck->cache;
+	bg->h.partner = ck->partner;
+	bg->h.flush_every = ck->flush_every;
 	memcpy(bg->h.job, ck->job, sizeof bg->h.job);
 	memset(&bg->h.st, 0, sizeof bg->h.st);
 	bg->h.stopped = 0;
 	bg->step = step;
+	bg->what = what;
 	bg->rc = LOOM_SUCCESS;
 	/* stop signals go to the caller's threads, never to the writer */
 	sigfillset(&none);

@@ -67,7 +67,8 @@ void ck_op_stats(loom_ckpt_t *ck, const ck_op_t *op)
 /* LOOM_CKPT_DIRECT_BYTES: see ckpt_plan_direct */
 #define DIRECT_MIN_DEFAULT (32L << 10)
 
-int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_t chunk)
+int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_t chunk,
+		 const ck_domains_t *given)
 {
 	ckpt_plan_in_t in;
 	int32_t lr, *lrs = calloc((size_t)ck->size, sizeof *lrs);
@@ -115,6 +116,11 @@ int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_
 	in.window = (uint64_t)most[1];
 	in.direct_min = (uint64_t)most[2];
 	in.desc = all;
+	if (given) {
+		in.naggr_given = given->naggr;
+		in.aggr_given = given->aggr;
+		in.dom_given = given->dom;
+	}
 	/* after the last collective of the plan: a rank that failed here
 	 * (out of memory) must not leave the others in the exchange */
 	rc = ck_agree(ck, ckpt_plan_build(p, &in));

@@ -342,40 +342,54 @@ bad:
 	return LOOM_ERR_CORRUPT;
 }
 
-int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen)
+int ckpt_read_small(const char *stepdir, const char *name, size_t max, char **text,
+		    size_t *len, char *why, size_t whylen)
 {
 	struct stat st;
-	int sfd, fd, rc;
-	char *text;
+	int sfd, fd;
 	ssize_t got = 0, n;
-	memset(m, 0, sizeof *m);
-	/* neither the step directory nor MANIFEST is followed if a link */
+	*text = NULL;
+	*len = 0;
+	/* neither the step directory nor the file is followed if a link */
 	sfd = open(stepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	fd = sfd < 0 ? -1 : openat(sfd, "MANIFEST", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = sfd < 0 ? -1 : openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		snprintf(why, whylen, "%.400s/MANIFEST: %s", stepdir,
+		snprintf(why, whylen, "%.400s/%s: %s", stepdir, name,
 			 e == ELOOP || e == ENOTDIR ? "a symbolic link (not followed)" : strerror(e));
 		if (sfd >= 0)
 			close(sfd);
 		return e == ENOENT ? LOOM_ERR_NOT_FOUND : LOOM_ERR_IO;
 	}
 	close(sfd);
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > CKPT_MANIFEST_MAX) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
 		close(fd);
-		snprintf(why, whylen, "%.400s/MANIFEST: not a regular file of at most %u bytes",
-			 stepdir, CKPT_MANIFEST_MAX);
+		snprintf(why, whylen, "%.400s/%s: not a regular file of at most %zu bytes", stepdir,
+			 name, max);
 		return LOOM_ERR_CORRUPT;
 	}
-	text = malloc((size_t)st.st_size + 1);
-	if (!text) {
+	if (!(*text = malloc((size_t)st.st_size + 1))) {
 		close(fd);
 		return LOOM_ERR_NOMEM;
 	}
-	while (got < st.st_size && (n = read(fd, text + got, (size_t)(st.st_size - got))) > 0)
+	while (got < st.st_size && (n = read(fd, *text + got, (size_t)(st.st_size - got))) > 0)
 		got += n;
 	close(fd);
-	rc = ckpt_manifest_parse(text, (size_t)got, m, why, whylen);
+	(*text)[got] = 0;
+	*len = (size_t)got;
+	return LOOM_SUCCESS;
+}
+
+int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen)
+{
+	char *text;
+	size_t len;
+	int rc;
+	memset(m, 0, sizeof *m);
+	rc = ckpt_read_small(stepdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
+	if (rc != LOOM_SUCCESS)
+		return rc;
+	rc = ckpt_manifest_parse(text, len, m, why, whylen);
 	free(text);
 	if (rc != LOOM_SUCCESS) {
 		char tmp[512];

@@ -93,12 +93,13 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 		rc = LOOM_ERR_IO;
 	} else if (!(ck->dir = strdup(dir))) {
 		rc = LOOM_ERR_NOMEM;
-	} else {
-		rc = ck_bg_new(ck);
+	} else if ((rc = ck_bg_new(ck)) == LOOM_SUCCESS) {
+		rc = ck_cache_open(ck);
 	}
 	rc = ck_agree(ck, rc);
 	if (rc != LOOM_SUCCESS) {
 		free(ck->bg);
+		free(ck->cache);
 		free(ck->dir);
 		free(ck);
 		return rc;
@@ -159,6 +160,7 @@ int loom_ckpt_close(loom_ckpt_t *ck)
 	for (int i = 0; i < ck->nt; i++)
 		free(ck->t[i].b);
 	free(ck->t);
+	free(ck->cache);
 	free(ck->dir);
 	free(ck);
 	return rc;

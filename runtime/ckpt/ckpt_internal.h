@@ -8,6 +8,7 @@
  *   ckpt_window.c    an aggregator's window: file I/O, chunk sums, writer
  *   ckpt_save.c      save and commit
  *   ckpt_async.c     the background save: staging copy, writer thread, wait
+ *   ckpt_cache.c     the node-local tier: save with partner copies, census, restore
  *   ckpt_load.c      load, latest, restore, resume_step */
 #ifndef LOOM_CKPT_INTERNAL_H
 #define LOOM_CKPT_INTERNAL_H
@@ -30,6 +31,11 @@ struct loom_ckpt {
 	int async;         /* loom_ckpt_set_async, LOOM_CKPT_ASYNC */
 	struct ck_bg *bg;  /* the background save (ckpt_async.c); NULL before the first */
 	struct ck_sweep *sweep; /* rank 0: removing pruned steps (ckpt_save.c) */
+	char *cache;       /* LOOM_CKPT_CACHE expanded: this node's cache; NULL: none */
+	int partner;       /* LOOM_CKPT_REDUNDANCY: a copy of each node's pieces next door */
+	int flush_every;   /* LOOM_CKPT_FLUSH: every Nth cached save goes to dir too */
+	long cached;       /* saves into the cache since open */
+	int flush_only;    /* the writer's handle flushes a cached save: counted there */
 };
 
 /* ---- ckpt_signal.c ---- */
@@ -67,6 +73,13 @@ typedef struct {
 	int32_t *owner;   /* independent save: ckpt_plan_chunk_owners */
 } ck_op_t;
 
+/* aggregators and domains given to the plan (ckpt_plan_in_t) */
+typedef struct {
+	int naggr;
+	int32_t *aggr;
+	uint64_t *dom;
+} ck_domains_t;
+
 /* ---- ckpt_save.c ---- */
 /* rank 0 removes what a commit pruned (.prune-step-N) in a thread of its
  * own, so that no rank waits for the deletion of an old checkpoint (it
@@ -80,13 +93,57 @@ struct ck_sweep {
 void ck_sweep_join(loom_ckpt_t *ck);
 /* the whole save on ck's communicator, blocking (also the writer thread's) */
 int ck_save_now(loom_ckpt_t *ck, long long step);
+/* the steps of a save other tiers share: names, sizes and plan of the
+ * files; the data on disk (fsynced) with every chunk's sum on every rank;
+ * op's MANIFEST in dir (fsynced). All agreed but the last (rank 0's, or
+ * each node leader's, own status). */
+int ck_save_plan(loom_ckpt_t *ck, ck_op_t *op, uint64_t chunk);
+/* DIR/TMPNAME and its full-size files, made by the creator; each rank
+ * opens those it writes, open_all ranks every one */
+int ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmpname,
+		  int creator, int open_all);
+int ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step);
+int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
+		      const char *dir);
+
+/* ---- ckpt_cache.c ---- */
+/* LOOM_CKPT_CACHE and its settings into ck (at open; a local status, the
+ * caller agrees) */
+int ck_cache_open(loom_ckpt_t *ck);
+/* Collective: step into every node's cache, each node's pieces copied to
+ * the next node's cache when ck->partner, each node's copy committed on
+ * its own (MANIFEST, PIECES, rename). */
+int ck_cache_save(loom_ckpt_t *ck, long long step);
+/* Collective: the newest step restorable from the caches of this job's
+ * nodes that is newer than or as new as `newer_than` (-1: any): loaded
+ * (0, *step set, said which copies), or LOOM_ERR_NOT_FOUND (said why when
+ * a newer step could not be used), or a communication failure.
+ * want >= 0: only that step. */
+int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long long *step);
+/* Collective: the newest step the caches can restore, -1 when none */
+int ck_cache_latest(loom_ckpt_t *ck, long long *step);
+
+/* ---- ckpt_load.c ---- */
+/* where a load reads from: the step directory this rank's files are in;
+ * mroot >= 0: that rank reads MANIFEST and sends it to the others (the
+ * node caches: not every node holds one); given: the plan's aggregators */
+typedef struct {
+	const char *sdir;
+	int mroot;
+	const ck_domains_t *given;
+} ck_src_t;
+int ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src);
+/* a failure of the communicator (stop trying older steps), not of a step */
+int ck_comm_error(int rc);
 
 /* ---- ckpt_async.c ---- */
 /* Collective. Copies the registered blocks into staging memory and starts
- * the background save of step: 0. 1 when the state does not fit
+ * the background save of step (to the node cache, the shared directory
+ * or both, in that order: what): 0. 1 when the state does not fit
  * LOOM_CKPT_STAGING_MB (said once; the caller saves blocking), < 0 a
  * failure. Every rank gets the same answer. */
-int ck_bg_start(loom_ckpt_t *ck, long long step);
+enum { CK_BG_CACHE = 1, CK_BG_SHARED = 2 }; /* what the writer saves to */
+int ck_bg_start(loom_ckpt_t *ck, long long step, int what);
 /* Collective when a save is in flight (the same on every rank): waits
  * for it, copies its timings into ck->st and returns its agreed status
  * (a failure logged). 0 at once when none is in flight. */
@@ -104,8 +161,10 @@ void ck_op_free(loom_ckpt_t *ck, ck_op_t *op);
 int ck_op_sum_chunks(loom_ckpt_t *ck, ck_op_t *op);
 /* bytes, aggregators and rounds of op into ck->st */
 void ck_op_stats(loom_ckpt_t *ck, const ck_op_t *op);
-/* Gathers every rank's blocks and settings and builds the plan. */
-int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_t chunk);
+/* Gathers every rank's blocks and settings and builds the plan; given
+ * NULL: the aggregators and domains are picked as usual. */
+int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_t chunk,
+		 const ck_domains_t *given);
 /* save (writing = 1): ranks -> aggregators -> files; load: the reverse.
  * Aggregators keep chunk sums of what they write or read. op->io_rc
  * gets the first local I/O failure (the exchange goes on so that no rank

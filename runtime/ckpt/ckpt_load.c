@@ -14,14 +14,50 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* rank mroot's MANIFEST of src->sdir, parsed on every rank (collective) */
+static int manifest_from(loom_ckpt_t *ck, const ck_src_t *src, ckpt_manifest_t *m, char *why,
+			 size_t whylen)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int64_t n = -1;
+	int rc = LOOM_SUCCESS, c;
+	memset(m, 0, sizeof *m);
+	if (ck->rank == src->mroot) {
+		rc = ckpt_read_small(src->sdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
+		n = rc ? -1 : (int64_t)len;
+	}
+	if ((c = loom_broadcast(&n, &n, 1, LOOM_INT64, src->mroot, ck->comm)))
+		goto out;
+	if (n < 0) {
+		if (ck->rank != src->mroot)
+			snprintf(why, whylen, "%.400s/MANIFEST on rank %d: unreadable", src->sdir,
+				 src->mroot);
+		rc = rc ? rc : LOOM_ERR_IO;
+		goto out;
+	}
+	if (ck->rank != src->mroot && !(text = malloc((size_t)n + 1)))
+		rc = LOOM_ERR_NOMEM;
+	if ((c = ck_agree(ck, rc)))
+		goto out;
+	if (n > 0 && (c = loom_broadcast(text, text, (size_t)n, LOOM_INT8, src->mroot, ck->comm)))
+		goto out;
+	rc = ckpt_manifest_parse(text, (size_t)n, m, why, whylen);
+out:
+	free(text);
+	return c ? c : rc;
+}
+
 /* the manifest of sdir, and each registered tensor's file in it: sizes
  * and names into op, expected sums into want (a loom status, not agreed;
  * the reason in op->why) */
-static int load_manifest(loom_ckpt_t *ck, ck_op_t *op, const char *sdir, long long step,
+static int load_manifest(loom_ckpt_t *ck, ck_op_t *op, const ck_src_t *src, long long step,
 			 ckpt_manifest_t *m, uint64_t **want)
 {
+	const char *sdir = src->sdir;
 	int alloc = ck_op_alloc(ck, op, 0), rc;
-	rc = ckpt_manifest_load(sdir, m, op->why, sizeof op->why);
+	rc = src->mroot < 0 ? ckpt_manifest_load(sdir, m, op->why, sizeof op->why)
+			    : manifest_from(ck, src, m, op->why, sizeof op->why);
 	if (rc == LOOM_SUCCESS && !ckpt_sum_supported(m->algo)) {
 		snprintf(op->why, sizeof op->why, "%.400s/MANIFEST: checksum %s not supported by this build",
 			 sdir, ckpt_sum_name(m->algo));
@@ -140,27 +176,24 @@ static int agree_manifest(loom_ckpt_t *ck, const ck_op_t *op, const ckpt_manifes
 	return LOOM_ERR_MISMATCH;
 }
 
-int loom_ckpt_load(loom_ckpt_t *ck, long long step)
+int ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src)
 {
-	char sdir[4096];
+	const char *sdir = src->sdir;
 	uint64_t *want = NULL;
 	ckpt_manifest_t m;
 	ck_op_t op;
 	int rc;
 	double t0 = ck_now_s();
-	if (!ck || step < 0)
-		return LOOM_ERR_INVALID;
 	memset(&m, 0, sizeof m);
-	if ((rc = ck_bg_settle(ck)) || (rc = ck_table_check(ck)))
+	if ((rc = ck_table_check(ck)))
 		return rc;
-	snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, step);
-	rc = load_manifest(ck, &op, sdir, step, &m, &want);
-	if (rc && ck->rank == 0)
+	rc = load_manifest(ck, &op, src, step, &m, &want);
+	if (rc && (ck->rank == 0 || ck->rank == src->mroot))
 		LOOM_WARN("ckpt: %s", op.why);
 	if ((rc = ck_agree(ck, rc)) || (rc = agree_manifest(ck, &op, &m, want, step)))
 		goto out;
 	op.sums.algo = m.algo;
-	if ((rc = ck_plan_make(ck, &op.p, op.bytes, m.chunk)))
+	if ((rc = ck_plan_make(ck, &op.p, op.bytes, m.chunk, src->given)))
 		goto out;
 	load_files(ck, &op, sdir);
 	if ((rc = ck_exchange(ck, &op, 0)))
@@ -181,7 +214,33 @@ out:
 	return rc;
 }
 
-static int comm_error(int rc)
+/* step from the shared directory */
+static int load_shared(loom_ckpt_t *ck, long long step)
+{
+	char sdir[4096];
+	ck_src_t src = { sdir, -1, NULL };
+	snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, step);
+	return ck_load_from(ck, step, &src);
+}
+
+int loom_ckpt_load(loom_ckpt_t *ck, long long step)
+{
+	long long got;
+	int rc;
+	if (!ck || step < 0)
+		return LOOM_ERR_INVALID;
+	if ((rc = ck_bg_settle(ck)))
+		return rc;
+	/* the node caches first, when they hold it */
+	if (ck->cache) {
+		rc = ck_cache_restore(ck, step, step, &got);
+		if (rc != LOOM_ERR_NOT_FOUND)
+			return rc;
+	}
+	return load_shared(ck, step);
+}
+
+int ck_comm_error(int rc)
 {
 	return rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_TIMEOUT || rc == LOOM_ERR_ABORTED ||
 	       rc == LOOM_ERR_BOOTSTRAP || rc == LOOM_ERR_NOMEM;
@@ -246,6 +305,13 @@ int loom_ckpt_latest(loom_ckpt_t *ck, long long *step)
 	}
 	if ((rc = loom_broadcast(&s, &s, 1, LOOM_INT64, 0, ck->comm)))
 		return rc;
+	if (ck->cache) { /* a newer step may be in the node caches only */
+		long long c = -1;
+		if ((rc = ck_cache_latest(ck, &c)))
+			return rc;
+		if (c > s)
+			s = c;
+	}
 	*step = s;
 	return s < 0 ? LOOM_ERR_NOT_FOUND : LOOM_SUCCESS;
 }
@@ -259,17 +325,29 @@ int loom_ckpt_restore(loom_ckpt_t *ck, long long *step)
 	*step = -1;
 	if ((rc = ck_bg_settle(ck)) || (rc = steps_everywhere(ck, &v, &n)))
 		return rc;
+	/* the node caches first, when they hold a step as new as the shared
+	 * directory's newest (they are faster to read) */
+	if (ck->cache) {
+		rc = ck_cache_restore(ck, n > 0 ? v[0] : -1, -1, step);
+		if (rc != LOOM_ERR_NOT_FOUND) {
+			free(v);
+			return rc;
+		}
+	}
 	rc = LOOM_ERR_NOT_FOUND;
 	for (int i = 0; i < n; i++) {
-		rc = loom_ckpt_load(ck, v[i]);
+		rc = load_shared(ck, v[i]);
 		if (rc == LOOM_SUCCESS) {
 			*step = v[i];
 			if (i > 0 && ck->rank == 0)
 				LOOM_WARN("ckpt: restored step-%lld (the newest usable checkpoint in %s)",
 					  v[i], ck->dir);
+			else if (ck->cache && ck->rank == 0)
+				LOOM_INFO("ckpt: restored step-%lld from the shared directory %s", v[i],
+					  ck->dir);
 			break;
 		}
-		if (comm_error(rc))
+		if (ck_comm_error(rc))
 			break;
 		if (ck->rank == 0)
 			LOOM_WARN("ckpt: step-%lld in %s is unusable (%s)%s", v[i], ck->dir,

@@ -188,14 +188,25 @@ int ckpt_plan_build(ckpt_plan_t *p, const ckpt_plan_in_t *in)
 		p->base[i + 1] = p->base[i] + in->bytes[i];
 		p->cbase[i + 1] = p->cbase[i] + ckpt_nchunks(in->bytes[i], in->chunk);
 	}
-	p->naggr = pick_aggregators(in->nranks, in->local_rank, in->want_aggr, p->aggr);
+	if (in->naggr_given > 0) {
+		if (in->naggr_given > in->nranks)
+			return LOOM_ERR_INVALID;
+		p->naggr = in->naggr_given;
+		for (int j = 0; j < p->naggr; j++)
+			p->aggr[j] = in->aggr_given[j];
+	} else {
+		p->naggr = pick_aggregators(in->nranks, in->local_rank, in->want_aggr, p->aggr);
+	}
 	p->my_aggr = -1;
 	for (int j = 0; j < p->naggr; j++)
 		if (p->aggr[j] == in->rank)
 			p->my_aggr = j;
 	if (!(p->dom = calloc((size_t)p->naggr + 1, sizeof *p->dom)))
 		return LOOM_ERR_NOMEM;
-	ckpt_domains((size_t)in->nt, in->bytes, in->chunk, p->naggr, p->dom);
+	if (in->naggr_given > 0)
+		memcpy(p->dom, in->dom_given, sizeof *p->dom * ((size_t)p->naggr + 1));
+	else
+		ckpt_domains((size_t)in->nt, in->bytes, in->chunk, p->naggr, p->dom);
 	p->window = in->window;
 	p->direct_min = in->direct_min;
 	for (int j = 0; j < p->naggr; j++) {

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 /* names, sizes and plan of the files */
-static int save_plan(loom_ckpt_t *ck, ck_op_t *op, uint64_t chunk)
+int ck_save_plan(loom_ckpt_t *ck, ck_op_t *op, uint64_t chunk)
 {
 	int rc = ck_op_alloc(ck, op, ckpt_sum_default());
 	for (int i = 0; i < ck->nt && !rc; i++) {
@@ -30,7 +30,7 @@ static int save_plan(loom_ckpt_t *ck, ck_op_t *op, uint64_t chunk)
 		return rc;
 	for (int i = 0; i < ck->nt; i++)
 		op->bytes[i] = ck->t[i].bytes;
-	return ck_plan_make(ck, &op->p, op->bytes, chunk);
+	return ck_plan_make(ck, &op->p, op->bytes, chunk, NULL);
 }
 
 /* how this save writes: auto takes independent writes when the pieces
@@ -54,21 +54,25 @@ static int save_mode(loom_ckpt_t *ck, ck_op_t *op)
 	return ck_agree(ck, rc);
 }
 
-/* rank 0 makes the temporary directory and full-size files; then every
- * rank opens those it writes */
-static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp, const char *tmpname)
+/* the creator (rank 0; a node leader for the caches) makes the temporary
+ * directory DIR/TMPNAME and full-size files; then every rank opens those
+ * it writes, and open_all ranks every file */
+int ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmpname,
+		  int creator, int open_all)
 {
+	char tmp[4200];
 	int rc;
+	snprintf(tmp, sizeof tmp, "%s/%s", dir, tmpname);
 	op->sums.sums = calloc((size_t)op->p.cbase[ck->nt] + 1, sizeof *op->sums.sums);
 	rc = op->sums.sums ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
-	if (ck->rank == 0 && !rc) {
-		ckpt_rmtree(ck->dir, tmpname); /* a crashed attempt of this job */
+	if (creator && !rc) {
+		ckpt_rmtree(dir, tmpname); /* a crashed attempt of this job */
 		if (mkdir(tmp, 0755) != 0) {
 			LOOM_ERR("ckpt: mkdir %s: %s", tmp, strerror(errno));
 			rc = LOOM_ERR_IO;
 		}
 		for (int i = 0; i < ck->nt && !rc; i++) {
-			char f[4200];
+			char f[4400];
 			snprintf(f, sizeof f, "%s/%s", tmp, op->fnames[i]);
 			int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 			if (fd < 0 || ftruncate(fd, (off_t)op->bytes[i]) != 0) {
@@ -82,9 +86,9 @@ static int save_files(loom_ckpt_t *ck, ck_op_t *op, const char *tmp, const char 
 	if ((rc = ck_agree(ck, rc)))
 		return rc;
 	for (int i = 0; i < ck->nt && !rc; i++) {
-		if (!ckpt_plan_touches(&op->p, ck->rank, i, op->independent))
+		if (!open_all && !ckpt_plan_touches(&op->p, ck->rank, i, op->independent))
 			continue;
-		char f[4200];
+		char f[4400];
 		snprintf(f, sizeof f, "%s/%s", tmp, op->fnames[i]);
 		if ((op->fds[i] = open(f, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 			LOOM_ERR("ckpt: open %s: %s", f, strerror(errno));
@@ -103,7 +107,7 @@ static int agree_io(loom_ckpt_t *ck, ck_op_t *op, long long step)
 }
 
 /* the data, on disk (fsynced), and every chunk's sum on every rank */
-static int save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
+int ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
 	int rc;
 	if (!op->independent) {
@@ -127,9 +131,9 @@ static int save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 	return ck_op_sum_chunks(ck, op);
 }
 
-/* rank 0: tmp/MANIFEST, fsynced */
-static int write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
-			  const char *tmp)
+/* tmp/MANIFEST, fsynced (rank 0; every node leader for the caches) */
+int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
+		      const char *tmp)
 {
 	ckpt_manifest_t m;
 	char mf[4200];
@@ -297,7 +301,7 @@ static void sweep_start(loom_ckpt_t *ck)
 static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
 		  const char *tmp)
 {
-	int rc = write_manifest(ck, op, step, chunk, tmp);
+	int rc = ck_write_manifest(ck, op, step, chunk, tmp);
 	if (!rc)
 		rc = publish(ck, step, tmp);
 	if (!rc)
@@ -332,11 +336,11 @@ int ck_save_now(loom_ckpt_t *ck, long long step)
 		return rc;
 	chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
 				      (long)CKPT_CHUNK_MIN, (long)CKPT_CHUNK_MAX);
-	if ((rc = save_plan(ck, &op, chunk)) || (rc = save_mode(ck, &op)))
+	if ((rc = ck_save_plan(ck, &op, chunk)) || (rc = save_mode(ck, &op)))
 		goto out;
 	snprintf(tmpname, sizeof tmpname, ".tmp-step-%lld-%s", step, ck->job);
 	snprintf(tmp, sizeof tmp, "%s/%s", ck->dir, tmpname);
-	if ((rc = save_files(ck, &op, tmp, tmpname)) || (rc = save_data(ck, &op, step)))
+	if ((rc = ck_save_files(ck, &op, ck->dir, tmpname, ck->rank == 0, 0)) || (rc = ck_save_data(ck, &op, step)))
 		goto out;
 	t1 = ck_now_s();
 	ck->st.data_s = t1 - t0;
@@ -350,7 +354,7 @@ out:
 	ck->st.total_s = ck_now_s() - t0;
 	ck_op_stats(ck, &op);
 	ck->st.mode = op.independent ? LOOM_CKPT_INDEPENDENT : LOOM_CKPT_TWO_PHASE;
-	if (rc == LOOM_SUCCESS)
+	if (rc == LOOM_SUCCESS && !ck->flush_only)
 		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
 	if (rc == LOOM_SUCCESS && ck->rank == 0) {
 		/* for loom.so's SIG@auto; best effort (warned), the save stands */
@@ -365,6 +369,29 @@ out:
 	return rc;
 }
 
+/* With a node cache: the save goes to the cache (in the background
+ * when async), and every flush_every-th one on to the shared directory
+ * in the background (from the staging copy; blocking when it does not
+ * fit). 1: no cache here, save as usual. */
+static int save_cached(loom_ckpt_t *ck, long long step)
+{
+	int flush = ++ck->cached % ck->flush_every == 0, rc;
+	if (ck->async) {
+		rc = ck_bg_start(ck, step, CK_BG_CACHE | (flush ? CK_BG_SHARED : 0));
+		if (rc <= 0)
+			return rc;
+	}
+	if ((rc = ck_cache_save(ck, step)) || !flush)
+		return rc;
+	rc = ck_bg_start(ck, step, CK_BG_SHARED);
+	if (rc <= 0)
+		return rc;
+	ck->flush_only = 1;
+	rc = ck_save_now(ck, step);
+	ck->flush_only = 0;
+	return rc;
+}
+
 int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 {
 	double t0 = ck_now_s();
@@ -374,8 +401,15 @@ int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 	/* one save at a time; a failure of the one in flight is reported here */
 	if ((rc = ck_bg_settle(ck)))
 		return rc;
+	/* a stop save goes to the shared directory, blocking: a requeued job
+	 * may start on other nodes */
+	if (ck->cache && !ck->stopped) {
+		rc = save_cached(ck, step);
+		ck->st.blocked_s = ck_now_s() - t0;
+		return rc;
+	}
 	if (ck->async && !ck->stopped) {
-		rc = ck_bg_start(ck, step);
+		rc = ck_bg_start(ck, step, CK_BG_SHARED);
 		if (rc <= 0) {
 			ck->st.blocked_s = ck_now_s() - t0;
 			return rc;

@@ -3,7 +3,7 @@
 # docs/checkpoint-format.md.
 runtime_libloom_core_la_SOURCES += runtime/ckpt/ckpt_signal.c runtime/ckpt/ckpt_handle.c \
 	runtime/ckpt/ckpt_plan.c runtime/ckpt/ckpt_exchange.c runtime/ckpt/ckpt_window.c \
-	runtime/ckpt/ckpt_save.c runtime/ckpt/ckpt_async.c runtime/ckpt/ckpt_load.c runtime/ckpt/ckpt_format.c \
+	runtime/ckpt/ckpt_save.c runtime/ckpt/ckpt_async.c runtime/ckpt/ckpt_cache.c runtime/ckpt/ckpt_load.c runtime/ckpt/ckpt_format.c \
 	runtime/ckpt/ckpt_dir.c runtime/ckpt/ckpt_times.c \
 	runtime/ckpt/ckpt_layout.c runtime/ckpt/ckpt.h runtime/ckpt/ckpt_internal.h
 if HAVE_XXHASH
@@ -35,7 +35,8 @@ runtime_test_ckpt_drive_SOURCES = runtime/test/ckpt_drive.c
 runtime_test_ckpt_drive_CFLAGS = $(AM_CFLAGS) -pthread
 runtime_test_ckpt_drive_LDADD = runtime/libloom.la
 dist_check_SCRIPTS += t/t4000-ckpt-valgrind.t t/t4001-ckpt.t t/t4002-requeue.t t/t4003-ckpt-async.t \
-	t/t4004-ckpt-mode.t t/t4005-ckpt-async-requeue.t t/t4006-ckpt-signal-auto.t
+	t/t4004-ckpt-mode.t t/t4005-ckpt-async-requeue.t t/t4006-ckpt-signal-auto.t \
+	t/t4007-ckpt-cache.t
 # checkpoint files against links, other users and hostile manifests
 dist_check_SCRIPTS += t/t7100-ckpt-links.t t/t7102-ckpt-manifest-bounds.t
 

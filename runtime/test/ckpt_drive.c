@@ -1,6 +1,7 @@
 /* ckpt-drive: drives loom_ckpt_* for the cluster tests (t/t4*.t).
  *
- *   ckpt-drive save DIR STEP LAYOUT      fill with values of STEP, save
+ *   ckpt-drive save DIR STEP LAYOUT [N]  fill with values of STEP, save; N saves:
+ *                                        steps STEP..STEP+N-1, then loom_ckpt_wait
  *   ckpt-drive restore DIR LAYOUT        restore, check the values, print the step
  *   ckpt-drive train DIR LAYOUT STEPS    loop: should_stop each step, save on stop
  *   ckpt-drive asave DIR STEP LAYOUT [N] async saves of steps STEP..STEP+N-1,
@@ -155,13 +156,18 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "save")) {
 		if (argc < 5)
 			return 2;
+		int n = argc > 5 ? atoi(argv[5]) : 1;
 		step = atoll(argv[3]);
 		if ((rc = reg(ck, argv[4])))
 			return 1;
-		fill(step);
-		rc = loom_ckpt_save(ck, step);
-		if (rank == 0)
-			printf("save step %lld ranks %d: %s\n", step, size, loom_strerror(rc));
+		for (int i = 0; i < n && !rc; i++, step++) {
+			fill(step);
+			rc = loom_ckpt_save(ck, step);
+			if (rank == 0)
+				printf("save step %lld ranks %d: %s\n", step, size, loom_strerror(rc));
+		}
+		if (!rc)
+			rc = loom_ckpt_wait(ck); /* a flush still running in the background */
 	} else if (!strcmp(cmd, "asave")) {
 		int n = argc > 5 ? atoi(argv[5]) : 1, rc2;
 		loom_ckpt_stats_t st;

@@ -1,7 +1,8 @@
 /* unit test: checkpoint/restart on a world of size 1: commit layout,
  * manifest, keep/prune, corruption and partial checkpoints detected with
  * fallback, resharding between block layouts, both write modes, stop
- * signals (chained to the program's handler), restart detection. */
+ * signals (chained to the program's handler), the node cache tier,
+ * restart detection. */
 #include "config.h"
 #include "loom.h"
 #include "../../t/tap.h"
@@ -580,6 +581,94 @@ static void t_async(void)
 	loom_ckpt_close(ck);
 }
 
+/* the node cache on one node: %n/%j expanded, no partner (one node),
+ * every 2nd save flushed, restore from the cache when it is newer, a
+ * damaged or hostile cached step skipped with a warning */
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+		diag("cannot write %s", path);
+}
+
+static void t_cache(void)
+{
+	char dir[400], cdir[500], pat[500], p[700];
+	loom_ckpt_t *ck;
+	long long step = -1;
+	const char *e;
+	snprintf(dir, sizeof dir, "%s/ck-cache", base);
+	mkdir(dir, 0755);
+	snprintf(pat, sizeof pat, "%s/cache-%%n-%%j-%%%%", base);
+	snprintf(cdir, sizeof cdir, "%s/cache-nodeA-77-%%", base);
+	setenv("LOOM_CKPT_CACHE", pat, 1);
+	setenv("SLURMD_NODENAME", "nodeA", 1);
+	setenv("SLURM_JOB_ID", "77", 1);
+	setenv("LOOM_CKPT_FLUSH", "2", 1);
+	setenv("LOOM_CKPT_REDUNDANCY", "partner", 1);
+	cap_begin();
+	int rc = loom_ckpt_open(w, dir, &ck);
+	e = cap_end();
+	is_int(rc, LOOM_SUCCESS, "cache: open with LOOM_CKPT_CACHE=%s", pat);
+	like(e, "runs on one node, there is no partner node", "cache: partner asked on one node: said");
+	register_whole(ck);
+	for (int s = 1; s <= 3; s++) {
+		fill(20 + s);
+		is_int(loom_ckpt_save(ck, s), LOOM_SUCCESS, "cache: save %d", s);
+	}
+	is_int(loom_ckpt_wait(ck), LOOM_SUCCESS, "cache: the background flush committed");
+	ok(exists("%s/step-%lld/PIECES", cdir, 3) && exists("%s/step-%lld/t0.bin", cdir, 3),
+	   "cache: %s/step-3 holds PIECES and the data", cdir);
+	ok(exists("%s/step-%lld", dir, 2) && !exists("%s/step-%lld", dir, 3) &&
+	   !exists("%s/step-%lld", dir, 1), "cache: the shared directory holds step 2 only (flush every 2nd)");
+	is_int(loom_ckpt_latest(ck, &step), LOOM_SUCCESS, "cache: latest");
+	is_int(step, 3, "cache: latest sees step 3 in the cache");
+	fill(0);
+	is_int(loom_ckpt_restore(ck, &step), LOOM_SUCCESS, "cache: restore");
+	ok(step == 3 && check(23), "cache: step 3 from the cache, values right");
+	fill(0);
+	is_int(loom_ckpt_load(ck, 2), LOOM_SUCCESS, "cache: load step 2 (in both tiers)");
+	ok(check(22), "cache: step 2 values right");
+	/* a damaged cached step: the shared directory's step 2 */
+	flip_byte(cdir, 3, "t0.bin", 5);
+	fill(0);
+	cap_begin();
+	rc = loom_ckpt_restore(ck, &step);
+	e = cap_end();
+	ok(rc == LOOM_SUCCESS && step == 2 && check(22), "cache: damaged step 3 in the cache: step 2 restored");
+	like(e, "step-3 in the node caches is unusable", "cache: ... said why");
+	/* hostile PIECES: a range past the end, then garbage: skipped */
+	snprintf(p, sizeof p, "%s/step-3/PIECES", cdir);
+	write_text(p, "loom-cache-pieces 1\nstep 3\nnode x\ntotal 100\nown 0 18446744073709551615\n");
+	cap_begin();
+	rc = loom_ckpt_restore(ck, &step);
+	e = cap_end();
+	ok(rc == LOOM_SUCCESS && step == 2, "cache: PIECES with a range past the end: skipped");
+	like(e, "step-3 skipped: line 5: a range outside the checkpoint", "cache: ... named");
+	write_text(p, "loom-cache-pieces 1\nstep 3\nrm -rf /\n");
+	cap_begin();
+	rc = loom_ckpt_restore(ck, &step);
+	e = cap_end();
+	ok(rc == LOOM_SUCCESS && step == 2, "cache: PIECES with a line not understood: skipped");
+	like(e, "step-3 skipped: line 3 not understood", "cache: ... named");
+	loom_ckpt_close(ck);
+	/* a cache path that expands too long */
+	char longpat[5000];
+	memset(longpat, 'x', sizeof longpat);
+	longpat[0] = '/';
+	longpat[sizeof longpat - 1] = 0;
+	setenv("LOOM_CKPT_CACHE", longpat, 1);
+	cap_begin();
+	rc = loom_ckpt_open(w, dir, &ck);
+	e = cap_end();
+	ok(rc != LOOM_SUCCESS && strstr(e, "longer than"), "cache: a pattern too long once expanded is refused");
+	unsetenv("LOOM_CKPT_CACHE");
+	unsetenv("SLURMD_NODENAME");
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("LOOM_CKPT_FLUSH");
+	unsetenv("LOOM_CKPT_REDUNDANCY");
+}
+
 static void t_restart(void)
 {
 	char dir[400];
@@ -618,6 +707,7 @@ int main(void)
 	t_signals();
 	t_holes();
 	t_async();
+	t_cache();
 	t_restart();
 	loom_finalize(w);
 	snprintf(cmd, sizeof cmd, "chmod -R u+w %s; rm -rf %s", base, base);
