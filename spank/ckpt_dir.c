@@ -66,9 +66,10 @@ int loom_ckpt_prepare(const char *dir, int create, char *err, size_t errlen)
 	return check_dir(dir, err, errlen);
 }
 
-int loom_ckpt_expand(const char *in, unsigned long job, char *out, size_t len, char *err,
-		     size_t errlen)
+int loom_ckpt_expand(const char *in, unsigned long job, unsigned flags, const char *label,
+		     char *out, size_t len, char *err, size_t errlen)
 {
+	int keep_node = (flags & LOOM_EXPAND_KEEP_NODE) != 0;
 	size_t o = 0;
 	for (const char *p = in; *p; p++) {
 		char num[24];
@@ -79,17 +80,24 @@ int loom_ckpt_expand(const char *in, unsigned long job, char *out, size_t len, c
 		} else if (p[1] == 'j') {
 			snprintf(num, sizeof num, "%lu", job);
 			p++;
+		} else if (keep_node && (p[1] == 'n' || p[1] == '%')) {
+			/* left for libloom, which expands the value again on each node */
+			num[0] = '%';
+			num[1] = p[1];
+			num[2] = '\0';
+			p++;
 		} else if (p[1] == '%') {
 			add = "%";
 			p++;
 		} else {
-			snprintf(err, errlen, "--loom-ckpt=%s: '%%%.1s' is not understood: only %%j (the job "
-				 "id) and %%%% are expanded", in, p[1] ? p + 1 : "");
+			snprintf(err, errlen, "%s=%s: '%%%.1s' is not understood: only %s%%j (the job "
+				 "id) and %%%% are expanded (write %%%% for a literal %%)", label, in,
+				 p[1] ? p + 1 : "", keep_node ? "%n (the node name), " : "");
 			return -1;
 		}
 		if (o + strlen(add) >= len) {
-			snprintf(err, errlen, "--loom-ckpt=%s: longer than %zu characters once expanded",
-				 in, len - 1);
+			snprintf(err, errlen, "%s=%s: longer than %zu characters once expanded: "
+				 "give a shorter path", label, in, len - 1);
 			return -1;
 		}
 		strcpy(out + o, add);

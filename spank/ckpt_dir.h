@@ -11,9 +11,13 @@
  * one-line reason in err. */
 int loom_ckpt_prepare(const char *dir, int create, char *err, size_t errlen);
 
-/* DIR with %j replaced by the job id and %% by %; any other % sequence
- * is an error (err names it). 0 or -1. */
-int loom_ckpt_expand(const char *in, unsigned long job, char *out, size_t len, char *err,
-		     size_t errlen);
+/* IN with %j replaced by the job id and %% by %; any other % sequence
+ * is an error, and err names LABEL (e.g. "--loom-ckpt") and the sequence.
+ * With LOOM_EXPAND_KEEP_NODE, %n and %% are copied as they are: libloom
+ * expands such a value again on each node (%n: the node's name), so a %%
+ * made % here would become a sequence there. 0 or -1. */
+#define LOOM_EXPAND_KEEP_NODE 1u
+int loom_ckpt_expand(const char *in, unsigned long job, unsigned flags, const char *label,
+		     char *out, size_t len, char *err, size_t errlen);
 
 #endif

@@ -45,16 +45,28 @@ int loom_local_post_opt(spank_t sp)
 	int nw = loom_opts_noops(&loom_eff, loom_user_set, warn, LOOM_NOOP_MAX);
 	for (int i = 0; i < nw; i++)
 		fprintf(stderr, LOOM_PREFIX "warning: %s\n", warn[i]);
+	/* %j: known here only for a step inside an existing job */
+	const char *jid = getenv("SLURM_JOB_ID");
+	unsigned long job = jid ? strtoul(jid, NULL, 10) : 0;
 	/* an existing checkpoint directory the user cannot write fails here,
 	 * before the job queues; a missing one is created on the nodes */
 	if (loom_eff.ckpt_dir[0]) {
-		/* %j: known here only for a step inside an existing job */
-		const char *jid = getenv("SLURM_JOB_ID");
 		char dir[LOOM_CKPT_PATH_MAX];
 		int need_job = strstr(loom_eff.ckpt_dir, "%j") != NULL;
-		if (loom_ckpt_expand(loom_eff.ckpt_dir, jid ? strtoul(jid, NULL, 10) : 0, dir, sizeof dir,
+		if (loom_ckpt_expand(loom_eff.ckpt_dir, job, 0, "--loom-ckpt", dir, sizeof dir,
 				     err, sizeof err) < 0 ||
 		    ((!need_job || jid) && loom_ckpt_prepare(dir, 0, err, sizeof err) < 0)) {
+			loom_log_clean(err);
+			slurm_error(LOOM_PREFIX "%s", err);
+			return -1;
+		}
+	}
+	/* the cache is node-local (libloom makes it, %n differs per node):
+	 * only its form is checked here */
+	if (loom_eff.ckpt_cache[0]) {
+		char cache[LOOM_CKPT_PATH_MAX];
+		if (loom_ckpt_expand(loom_eff.ckpt_cache, job, LOOM_EXPAND_KEEP_NODE, "--loom-ckpt-cache",
+				     cache, sizeof cache, err, sizeof err) < 0) {
 			loom_log_clean(err);
 			slurm_error(LOOM_PREFIX "%s", err);
 			return -1;

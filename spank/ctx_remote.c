@@ -225,12 +225,25 @@ int loom_remote_user_init(spank_t sp)
 		uint32_t job = 0;
 		char dir[LOOM_CKPT_PATH_MAX];
 		spank_get_item(sp, S_JOB_ID, &job);
-		if (loom_ckpt_expand(loom_eff.ckpt_dir, job, dir, sizeof dir, err, sizeof err) < 0 ||
+		if (loom_ckpt_expand(loom_eff.ckpt_dir, job, 0, "--loom-ckpt", dir, sizeof dir,
+				     err, sizeof err) < 0 ||
 		    loom_ckpt_prepare(dir, 1, err, sizeof err) < 0) {
 			snprintf(node_error, sizeof node_error, "%s", err);
 			return 0;
 		}
 		strcpy(loom_eff.ckpt_dir, dir);  /* what the tasks and the requeue see */
+		/* the cache tier: %j here, %n by libloom on each node, which also
+		 * makes the directory; without --loom-ckpt it is not set (srun
+		 * warned) */
+		if (loom_eff.ckpt_cache[0]) {
+			char cache[LOOM_CKPT_PATH_MAX];
+			if (loom_ckpt_expand(loom_eff.ckpt_cache, job, LOOM_EXPAND_KEEP_NODE,
+					     "--loom-ckpt-cache", cache, sizeof cache, err, sizeof err) < 0) {
+				snprintf(node_error, sizeof node_error, "%s", err);
+				return 0;
+			}
+			strcpy(loom_eff.ckpt_cache, cache);
+		}
 	}
 	if (loom_eff.affinity.mode != LOOM_AFF_NONE && regular_step(sp))
 		plan_affinity(sp);
@@ -554,8 +567,11 @@ int loom_remote_task_init(spank_t sp)
 	}
 	spank_setenv(sp, "LOOM_PLUGIN_VERSION", PACKAGE_VERSION, 1);
 	spank_setenv(sp, "LOOM_ENV_MODE", loom_env_mode_name(loom_eff.env), 1);
-	if (loom_eff.ckpt_dir[0])
+	if (loom_eff.ckpt_dir[0]) {
 		spank_setenv(sp, "LOOM_CKPT_DIR", loom_eff.ckpt_dir, 1);
+		if (loom_eff.ckpt_cache[0])
+			spank_setenv(sp, "LOOM_CKPT_CACHE", loom_eff.ckpt_cache, 1);
+	}
 	if (flight_kind)
 		spank_setenv(sp, "LOOM_FLIGHT_DIR", flight_path, 0);
 	if (loom_eff.ckpt_signal) {

@@ -30,7 +30,8 @@ int loom_flight_dir_for(const struct loom_config *cfg, unsigned long job, unsign
 	if (!strcmp(cfg->flight_dir, "none"))
 		return 0;
 	if (cfg->flight_dir[0])
-		return loom_ckpt_expand(cfg->flight_dir, job, out, len, err, errlen) < 0 ? -1 : 2;
+		return loom_ckpt_expand(cfg->flight_dir, job, 0, "plugstack argument flight_dir", out,
+					len, err, errlen) < 0 ? -1 : 2;
 	/* the uid in the name: another user's job never shares it */
 	n = snprintf(out, len, "%s/loom-flight.%lu.%lu", cfg->flight_local_base, uid, job);
 	if (n < 0 || (size_t)n >= len) {

@@ -21,6 +21,7 @@ static const char *const opt_keys[LOOM_OPT_COUNT] = {
 	[LOOM_OPT_GPUS_PER_TASK] = "gpus_per_task",
 	[LOOM_OPT_CKPT] = "ckpt",
 	[LOOM_OPT_CKPT_SIGNAL] = "ckpt_signal",
+	[LOOM_OPT_CKPT_CACHE] = "ckpt_cache",
 	[LOOM_OPT_NCCL_ENV] = "nccl_env",
 };
 
@@ -30,6 +31,7 @@ static const char *const opt_user_names[LOOM_OPT_COUNT] = {
 	[LOOM_OPT_GPUS_PER_TASK] = "loom-gpus-per-task",
 	[LOOM_OPT_CKPT] = "loom-ckpt",
 	[LOOM_OPT_CKPT_SIGNAL] = "loom-ckpt-signal",
+	[LOOM_OPT_CKPT_CACHE] = "loom-ckpt-cache",
 	[LOOM_OPT_NCCL_ENV] = NULL,
 };
 
@@ -236,12 +238,12 @@ int loom_parse_gpus_per_task(const char *s, int *n, const char *label, char *err
 	return 0;
 }
 
-int loom_parse_ckpt_dir(const char *s, char *dir, size_t dirlen, const char *label,
-			char *err, size_t errlen)
+int loom_parse_ckpt_dir(const char *s, const char *example, char *dir, size_t dirlen,
+			const char *label, char *err, size_t errlen)
 {
 	if (!s || !*s) {
-		snprintf(err, errlen, "%s='' is empty: give the checkpoint directory, e.g. %s=$HOME/ckpt",
-			 label, label);
+		snprintf(err, errlen, "%s='' is empty: give an absolute directory, e.g. %s=%s",
+			 label, label, example);
 		return -1;
 	}
 	if (strlen(s) >= dirlen || strlen(s) >= LOOM_CKPT_PATH_MAX) {
@@ -255,8 +257,8 @@ int loom_parse_ckpt_dir(const char *s, char *dir, size_t dirlen, const char *lab
 			return -1;
 		}
 	if (s[0] != '/') {
-		snprintf(err, errlen, "%s='%s' is not an absolute path: give /path/to/dir (e.g. %s=$HOME/ckpt)",
-			 label, s, label);
+		snprintf(err, errlen, "%s='%s' is not an absolute path: give /path/to/dir (e.g. %s=%s)",
+			 label, s, label, example);
 		return -1;
 	}
 	strcpy(dir, s);
@@ -344,10 +346,14 @@ int loom_opt_parse(enum loom_opt_id id, const char *value, struct loom_opts *o,
 	case LOOM_OPT_GPUS_PER_TASK:
 		return loom_parse_gpus_per_task(value, &o->gpus_per_task, label, err, errlen);
 	case LOOM_OPT_CKPT:
-		return loom_parse_ckpt_dir(value, o->ckpt_dir, sizeof o->ckpt_dir, label, err, errlen);
+		return loom_parse_ckpt_dir(value, "$HOME/ckpt", o->ckpt_dir, sizeof o->ckpt_dir, label,
+					   err, errlen);
 	case LOOM_OPT_CKPT_SIGNAL:
 		return loom_parse_ckpt_signal(value, &o->ckpt_signal, &o->ckpt_signal_seconds,
 					      label, err, errlen);
+	case LOOM_OPT_CKPT_CACHE:
+		return loom_parse_ckpt_dir(value, "/tmp/ckpt-%j", o->ckpt_cache, sizeof o->ckpt_cache,
+					   label, err, errlen);
 	default:
 		snprintf(err, errlen, "%s: not an option", label);
 		return -1;
@@ -366,6 +372,12 @@ int loom_opts_noops(const struct loom_opts *o, unsigned user_set, char (*warn)[2
 		snprintf(warn[n++], sizeof warn[0],
 			 "--loom-ckpt-signal does nothing without --loom-ckpt=DIR: no signal is sent "
 			 "and no requeue follows (add --loom-ckpt=DIR)");
+	/* the cache is a tier in front of the shared directory, never alone */
+	if ((user_set & (1u << LOOM_OPT_CKPT_CACHE)) && !o->ckpt_dir[0] && n < max)
+		snprintf(warn[n++], sizeof warn[0],
+			 "--loom-ckpt-cache does nothing without --loom-ckpt=DIR: the cache sits in "
+			 "front of the shared checkpoint directory, so LOOM_CKPT_CACHE is not set "
+			 "(add --loom-ckpt=DIR)");
 	if ((user_set & (1u << LOOM_OPT_AFFINITY)) && o->affinity.mode == LOOM_AFF_NONE &&
 	    o->affinity.verbose && n < max)
 		snprintf(warn[n++], sizeof warn[0],

@@ -20,6 +20,7 @@ enum loom_opt_id {
 	LOOM_OPT_GPUS_PER_TASK,
 	LOOM_OPT_CKPT,
 	LOOM_OPT_CKPT_SIGNAL,
+	LOOM_OPT_CKPT_CACHE,
 	LOOM_OPT_NCCL_ENV,      /* site only: lockable, not a user option */
 	LOOM_OPT_COUNT
 };
@@ -45,6 +46,9 @@ struct loom_opts {
 	char ckpt_dir[LOOM_CKPT_PATH_MAX];      /* "" when not set */
 	int ckpt_signal;                        /* 0 when not set */
 	int ckpt_signal_seconds;
+	/* node-local cache tier in front of ckpt_dir, "" when not set; %n
+	 * stays for libloom to expand on each node */
+	char ckpt_cache[LOOM_CKPT_PATH_MAX];
 };
 
 /* defaults: env=torch, affinity=none, gpus_per_task auto, no checkpoint */
@@ -69,7 +73,9 @@ int loom_parse_affinity(const char *s, struct loom_affinity_spec *a,
 			const char *label, char *err, size_t errlen);
 int loom_parse_gpus_per_task(const char *s, int *n, const char *label,
 			     char *err, size_t errlen);
-int loom_parse_ckpt_dir(const char *s, char *dir, size_t dirlen,
+/* an absolute directory (--loom-ckpt, --loom-ckpt-cache); the messages
+ * suggest LABEL=EXAMPLE */
+int loom_parse_ckpt_dir(const char *s, const char *example, char *dir, size_t dirlen,
 			const char *label, char *err, size_t errlen);
 int loom_parse_ckpt_signal(const char *s, int *sig, int *seconds,
 			   const char *label, char *err, size_t errlen);

@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define KNOWN "env, affinity, gpus_per_task, ckpt, ckpt_signal, master_port_base, " \
+#define KNOWN "env, affinity, gpus_per_task, ckpt, ckpt_signal, ckpt_cache, master_port_base, " \
 	"master_port_range, nccl_env, lock, topology_root, nvml_library, flight_dir, " \
 	"flight_local_base, topology_cache"
+/* what lock= takes: the keys of enum loom_opt_id */
+#define LOCKABLE "env, affinity, gpus_per_task, ckpt, ckpt_signal, ckpt_cache, nccl_env"
 
 int loom_env_name_valid(const char *s, size_t len)
 {
@@ -85,7 +87,7 @@ static int parse_lock(struct loom_config *cfg, const char *val, char *err, size_
 		int id = loom_opt_from_key(p, len);
 		if (id < 0) {
 			snprintf(err, errlen,
-				 "plugstack argument lock='%s': '%.*s' is not one of env, affinity, gpus_per_task, ckpt, ckpt_signal, nccl_env",
+				 "plugstack argument lock='%s': '%.*s' is not one of " LOCKABLE,
 				 val, (int)(len > 64 ? 64 : len), p);
 			return -1;
 		}
@@ -96,7 +98,7 @@ static int parse_lock(struct loom_config *cfg, const char *val, char *err, size_
 	}
 	if (!*val) {
 		snprintf(err, errlen,
-			 "plugstack argument lock='' is empty: list options among env, affinity, gpus_per_task, ckpt, ckpt_signal, nccl_env");
+			 "plugstack argument lock='' is empty: list options among " LOCKABLE);
 		return -1;
 	}
 	return 0;

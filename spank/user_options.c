@@ -89,6 +89,9 @@ static struct spank_option loom_options[] = {
 	{ "loom-ckpt-signal", "SIG[@SECONDS|@auto]",
 	  "[loom] checkpoint signal and seconds before the time limit (default @60; @auto: from the measured save time)",
 	  1, LOOM_OPT_CKPT_SIGNAL, opt_cb },
+	{ "loom-ckpt-cache", "DIR",
+	  "[loom] node-local checkpoint cache in front of --loom-ckpt (%n: node name; exported as LOOM_CKPT_CACHE)",
+	  1, LOOM_OPT_CKPT_CACHE, opt_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 

@@ -71,6 +71,47 @@ test_expect_success '--loom-ckpt and --loom-ckpt-signal reach the tasks; the dir
 	srun -N2 -n2 --loom-ckpt="$d" --loom-ckpt-signal=USR2@90 sh -c "echo \$LOOM_CKPT_DIR \$LOOM_CKPT_SIGNAL \$LOOM_CKPT_SIGNAL_SECONDS" >"$TEST_TMP/ck.out" &&
 	cat "$TEST_TMP/ck.out" && test $(grep -cx "$d USR2 90" "$TEST_TMP/ck.out") -eq 2 && test -d "$d"
 '
+# LOOM_CKPT_CACHE: %j is the job id (Slurm's, read by the task), %n stays
+# for libloom to make each node's name; the plugin makes no cache directory
+unset LOOM_CKPT_CACHE
+test_expect_success '--loom-ckpt-cache reaches every task with %j expanded and %n kept; nothing is made' '
+	srun -N2 -n2 --loom-ckpt="$TEST_TMP/ck2" --loom-ckpt-cache="$TEST_TMP/x-%n-%j" \
+		sh -c "echo \$SLURMD_NODENAME \$SLURM_JOB_ID \$LOOM_CKPT_CACHE" >"$TEST_TMP/cache.out" &&
+	cat "$TEST_TMP/cache.out" &&
+	test $(wc -l <"$TEST_TMP/cache.out") -eq 2 &&
+	grep -q "^n1 " "$TEST_TMP/cache.out" && grep -q "^n2 " "$TEST_TMP/cache.out" &&
+	while read node job cache; do
+		test -n "$job" && test "$cache" = "$TEST_TMP/x-%n-$job" ||
+			{ echo "$node: LOOM_CKPT_CACHE=$cache, want $TEST_TMP/x-%n-$job"; exit 1; }
+	done <"$TEST_TMP/cache.out" &&
+	! ls -d "$TEST_TMP"/x-* 2>/dev/null
+'
+test_expect_success '--loom-ckpt-cache without --loom-ckpt: warned, and LOOM_CKPT_CACHE is not set' '
+	srun -N2 -n2 --loom-ckpt-cache="$TEST_TMP/x-%n-%j" sh -c "echo \${LOOM_CKPT_CACHE:-unset} \${LOOM_CKPT_DIR:-unset}" \
+		>"$TEST_TMP/nocache.out" 2>"$TEST_TMP/nocache.err" &&
+	cat "$TEST_TMP/nocache.out" "$TEST_TMP/nocache.err" &&
+	test $(grep -cx "unset unset" "$TEST_TMP/nocache.out") -eq 2 &&
+	grep -q "^loom: warning: --loom-ckpt-cache does nothing without --loom-ckpt=DIR: .*(add --loom-ckpt=DIR)$" "$TEST_TMP/nocache.err"
+'
+# "srun: error: loom:": refused by srun itself, before the job is queued
+test_expect_success 'a bad --loom-ckpt-cache fails srun, naming the option and what is allowed' '
+	test_must_fail_with "srun: error: loom: --loom-ckpt-cache=/tmp/c-%u: .%u. is not understood: only %n \(the node name\), %j \(the job id\) and %% are expanded" \
+		srun -N1 -n1 --loom-ckpt="$TEST_TMP/ck3" --loom-ckpt-cache=/tmp/c-%u true &&
+	test_must_fail_with "srun: error: loom: --loom-ckpt-cache=.cache. is not an absolute path: give /path/to/dir" \
+		srun -N1 -n1 --loom-ckpt="$TEST_TMP/ck3" --loom-ckpt-cache=cache true
+'
+test_expect_success '#SBATCH --loom-ckpt-cache reaches the batch job'"'"'s steps' '
+	cat >"$TEST_TMP/cjob.sh" <<-EOF &&
+	#!/bin/sh
+	#SBATCH --loom-ckpt=$TEST_TMP/ck4
+	#SBATCH --loom-ckpt-cache=$TEST_TMP/b-%n-%j
+	#SBATCH -N1 -n1
+	srun printenv SLURM_JOB_ID LOOM_CKPT_CACHE
+	EOF
+	sbatch -W -o "$TEST_TMP/cjob.out" "$TEST_TMP/cjob.sh" && cat "$TEST_TMP/cjob.out" &&
+	{ read job; read cache; } <"$TEST_TMP/cjob.out" &&
+	test -n "$job" && test "$cache" = "$TEST_TMP/b-%n-$job"
+'
 test_expect_success '#SBATCH --loom-env=mpi is honoured by the batch job'"'"'s steps' '
 	printf "#!/bin/sh\n#SBATCH --loom-env=mpi\n#SBATCH -N1 -n1\nsrun printenv LOOM_ENV_MODE\n" >"$TEST_TMP/job.sh" &&
 	sbatch -W -o "$TEST_TMP/job.out" "$TEST_TMP/job.sh" && cat "$TEST_TMP/job.out" &&

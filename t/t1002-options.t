@@ -8,7 +8,7 @@ cluster_plugstack "env=torch"
 
 test_expect_success 'srun --help lists every loom option' '
 	srun --help >"$TEST_TMP/help" 2>&1;
-	for o in loom-env loom-affinity loom-gpus-per-task loom-ckpt loom-ckpt-signal; do
+	for o in loom-env loom-affinity loom-gpus-per-task loom-ckpt loom-ckpt-signal loom-ckpt-cache; do
 		grep -q -- "--$o" "$TEST_TMP/help" || { echo "missing --$o"; exit 1; }
 	done
 '
@@ -40,6 +40,13 @@ test_expect_success 'a locked option set through SLURM_SPANK_LOOM_ENV is rejecte
 '
 test_expect_success 'the locked default still applies without the option' '
 	srun -N1 -n1 printenv LOOM_ENV_MODE | grep -qx torch
+'
+test_expect_success 'the site'"'"'s ckpt_cache= is the default, and lock=ckpt_cache keeps users off it' '
+	cluster_plugstack "env=torch ckpt_cache=/tmp/site-%n-%j lock=ckpt_cache" &&
+	srun -N1 -n1 --loom-ckpt="$TEST_TMP/ck" sh -c "echo \$SLURM_JOB_ID \$LOOM_CKPT_CACHE" >"$TEST_TMP/site" &&
+	cat "$TEST_TMP/site" && read job cache <"$TEST_TMP/site" && test "$cache" = "/tmp/site-%n-$job" &&
+	test_must_fail_with "loom: --loom-ckpt-cache is locked by the site \(plugstack.conf lock=ckpt_cache\): remove it" \
+		srun -N1 -n1 --loom-ckpt="$TEST_TMP/ck" --loom-ckpt-cache=/tmp/mine true
 '
 test_expect_success 'a bad plugstack value fails every step, naming the argument' '
 	cluster_plugstack "master_port_base=80" &&

@@ -67,16 +67,49 @@ int main(void)
 		diag("cleanup failed");
 	{
 		char out[64];
-		is_int(loom_ckpt_expand("/s/ckpt/%j", 4242, out, sizeof out, err, sizeof err), 0, "%%j expands");
+		is_int(loom_ckpt_expand("/s/ckpt/%j", 4242, 0, "--loom-ckpt", out, sizeof out, err,
+					sizeof err), 0, "%%j expands");
 		is_str(out, "/s/ckpt/4242", "to the job id (a requeued job keeps it: same directory)");
-		is_int(loom_ckpt_expand("/s/100%%/%j-%j", 7, out, sizeof out, err, sizeof err), 0, "%%%% and two %%j");
+		is_int(loom_ckpt_expand("/s/100%%/%j-%j", 7, 0, "--loom-ckpt", out, sizeof out, err,
+					sizeof err), 0, "%%%% and two %%j");
 		is_str(out, "/s/100%/7-7", "expanded in place");
-		is_int(loom_ckpt_expand("/s/%u", 7, out, sizeof out, err, sizeof err), -1, "%%u is refused");
-		like(err, "'%u' is not understood: only %j (the job id) and %% are expanded", "naming it");
-		is_int(loom_ckpt_expand("/s/%", 7, out, sizeof out, err, sizeof err), -1, "a trailing %% is refused");
-		is_int(loom_ckpt_expand("/a/very/long/path/that/does/not/fit/%j", 123456789, out, 40, err,
-					sizeof err), -1, "too long once expanded is refused");
-		like(err, "longer than 39 characters once expanded", "saying so");
+		is_int(loom_ckpt_expand("/s/%u", 7, 0, "--loom-ckpt", out, sizeof out, err, sizeof err),
+		       -1, "%%u is refused");
+		is_str(err, "--loom-ckpt=/s/%u: '%u' is not understood: only %j (the job id) and %% are "
+		       "expanded (write %% for a literal %)", "naming the option and the sequence");
+		is_int(loom_ckpt_expand("/s/%n", 7, 0, "--loom-ckpt", out, sizeof out, err, sizeof err),
+		       -1, "%%n is refused in the shared directory");
+		like(err, "'%n' is not understood: only %j (the job id)", "saying what is expanded");
+		is_int(loom_ckpt_expand("/s/%", 7, 0, "--loom-ckpt", out, sizeof out, err, sizeof err),
+		       -1, "a trailing %% is refused");
+		is_int(loom_ckpt_expand("/a/very/long/path/that/does/not/fit/%j", 123456789, 0,
+					"--loom-ckpt", out, 40, err, sizeof err), -1,
+		       "too long once expanded is refused");
+		like(err, "longer than 39 characters once expanded: give a shorter path", "saying so");
+
+		/* --loom-ckpt-cache: %j here; %n, and %% with it, for libloom,
+		 * which expands the value again on each node */
+		is_int(loom_ckpt_expand("/tmp/x-%n-%j", 4242, LOOM_EXPAND_KEEP_NODE, "--loom-ckpt-cache",
+					out, sizeof out, err, sizeof err), 0, "cache: %%n and %%j");
+		is_str(out, "/tmp/x-%n-4242", "%%j is the job id, %%n stays for libloom");
+		is_int(loom_ckpt_expand("/t/100%%n/%n%n", 1, LOOM_EXPAND_KEEP_NODE, "--loom-ckpt-cache",
+					out, sizeof out, err, sizeof err), 0, "cache: %%%% and %%n twice");
+		is_str(out, "/t/100%%n/%n%n", "%%%% stays %%%%: a %% here would make libloom read %%n");
+		is_int(loom_ckpt_expand("/t/%u-%n", 1, LOOM_EXPAND_KEEP_NODE, "--loom-ckpt-cache", out,
+					sizeof out, err, sizeof err), -1, "cache: %%u is refused");
+		is_str(err, "--loom-ckpt-cache=/t/%u-%n: '%u' is not understood: only %n (the node name), "
+		       "%j (the job id) and %% are expanded (write %% for a literal %)",
+		       "naming the option and what is expanded");
+		is_int(loom_ckpt_expand("/t/x%", 1, LOOM_EXPAND_KEEP_NODE, "--loom-ckpt-cache", out,
+					sizeof out, err, sizeof err), -1, "cache: a trailing %% is refused");
+		like(err, "--loom-ckpt-cache=/t/x%: '%' is not understood", "naming it");
+		is_int(loom_ckpt_expand("/t/%n/%j", 123456789, LOOM_EXPAND_KEEP_NODE, "--loom-ckpt-cache",
+					out, 13, err, sizeof err), -1, "cache: too long once expanded");
+		is_str(err, "--loom-ckpt-cache=/t/%n/%j: longer than 12 characters once expanded: "
+		       "give a shorter path", "saying so");
+		is_int(loom_ckpt_expand("/t/%n/%j", 12345, LOOM_EXPAND_KEEP_NODE, "--loom-ckpt-cache",
+					out, 13, err, sizeof err), 0, "a shorter job id fits");
+		is_str(out, "/t/%n/12345", "all of it");
 	}
 	done_testing();
 	return exit_status();

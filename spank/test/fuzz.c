@@ -162,7 +162,7 @@ static const char *const sig_tok[] = { "USR1", "usr2", "SIG", "TERM", "KILL", "9
 static const char *const cfg_tok[] = { "env=", "mpi", "torch", "master_port_base=",
 				       "master_port_range=", "lock=", "affinity", "nccl_env=",
 				       "NCCL_DEBUG=WARN", "1024", "29500", "65535", "64512", "1000", ",",
-				       "=", "0" };
+				       "=", "0", "ckpt_cache", "/t/%n-%j" };
 static const char *const grant_tok[] = { "0", "1", "3", "7", "8", "12", ",", "-", "GPU-", "NoDevFiles" };
 static const char *const cpus_tok[] = { "0", "1", "3", "63", "64", "4095", "4096", "-", "," };
 

@@ -37,6 +37,22 @@ int main(void)
 	is_int(loom_opts_noops(&o, BIT(LOOM_OPT_CKPT_SIGNAL), w, LOOM_NOOP_MAX), 0,
 	       "with the directory from the site's default: no warning");
 
+	/* the cache is a tier in front of the checkpoint directory */
+	loom_opts_init(&o);
+	strcpy(o.ckpt_cache, "/tmp/x-%n-%j");
+	is_int(loom_opts_noops(&o, BIT(LOOM_OPT_CKPT_CACHE), w, LOOM_NOOP_MAX), 1,
+	       "--loom-ckpt-cache without --loom-ckpt: one warning");
+	is_str(w[0], "--loom-ckpt-cache does nothing without --loom-ckpt=DIR: the cache sits in front "
+	       "of the shared checkpoint directory, so LOOM_CKPT_CACHE is not set (add --loom-ckpt=DIR)",
+	       "it says why and what to add");
+	is_int(loom_opts_noops(&o, 0, w, LOOM_NOOP_MAX), 0,
+	       "the cache from the site's defaults (not given by the user): no warning");
+	strcpy(o.ckpt_dir, "/scratch/ck");
+	is_int(loom_opts_noops(&o, BIT(LOOM_OPT_CKPT_CACHE) | BIT(LOOM_OPT_CKPT), w, LOOM_NOOP_MAX), 0,
+	       "with --loom-ckpt: no warning");
+	is_int(loom_opts_noops(&o, BIT(LOOM_OPT_CKPT_CACHE), w, LOOM_NOOP_MAX), 0,
+	       "with the directory from the site's default: no warning");
+
 	loom_opts_init(&o);
 	ok(loom_parse_affinity("verbose,none", &o.affinity, "--loom-affinity", err, sizeof err) == 0,
 	   "verbose,none parses");
@@ -46,8 +62,10 @@ int main(void)
 	/* all at once, and a cap on how many are written */
 	o.gpus_per_task = 1;
 	o.ckpt_signal = 10;
-	unsigned all = BIT(LOOM_OPT_GPUS_PER_TASK) | BIT(LOOM_OPT_CKPT_SIGNAL) | BIT(LOOM_OPT_AFFINITY);
-	is_int(loom_opts_noops(&o, all, w, LOOM_NOOP_MAX), 3, "three no-ops: three lines");
+	strcpy(o.ckpt_cache, "/tmp/c");
+	unsigned all = BIT(LOOM_OPT_GPUS_PER_TASK) | BIT(LOOM_OPT_CKPT_SIGNAL) | BIT(LOOM_OPT_AFFINITY) |
+		       BIT(LOOM_OPT_CKPT_CACHE);
+	is_int(loom_opts_noops(&o, all, w, LOOM_NOOP_MAX), 4, "four no-ops: four lines");
 	is_int(loom_opts_noops(&o, all, w, 1), 1, "at most max lines");
 	done_testing();
 	return exit_status();

@@ -66,6 +66,30 @@ int main(void)
 	like(err, "is empty", "message says empty");
 	is_int(P(LOOM_OPT_CKPT, "/a\nb"), -1, "newline in ckpt dir rejected");
 
+	/* --loom-ckpt-cache: the same checks as --loom-ckpt; %n and %j are
+	 * kept as given (expanded later: %j by the plugin, %n by libloom) */
+	is_int(P(LOOM_OPT_CKPT_CACHE, "/tmp/x-%n-%j"), 0, "cache dir with %%n and %%j accepted");
+	is_str(o.ckpt_cache, "/tmp/x-%n-%j", "cache dir kept as given");
+	is_str(o.ckpt_dir, "", "and not taken for the checkpoint directory");
+	is_int(P(LOOM_OPT_CKPT_CACHE, ""), -1, "empty cache dir rejected");
+	is_str(err, "--x='' is empty: give an absolute directory, e.g. --x=/tmp/ckpt-%j",
+	       "message says empty and gives an example");
+	is_int(P(LOOM_OPT_CKPT_CACHE, "local/ck"), -1, "relative cache dir rejected");
+	is_str(err, "--x='local/ck' is not an absolute path: give /path/to/dir (e.g. --x=/tmp/ckpt-%j)",
+	       "message says absolute and gives an example");
+	is_int(P(LOOM_OPT_CKPT_CACHE, "/a\tb"), -1, "control character in cache dir rejected");
+	{
+		char longdir[LOOM_CKPT_PATH_MAX + 1];
+		memset(longdir, 'a', sizeof longdir - 1);
+		longdir[0] = '/';
+		longdir[sizeof longdir - 1] = '\0';
+		is_int(P(LOOM_OPT_CKPT_CACHE, longdir), -1, "a cache dir of %d characters rejected",
+		       LOOM_CKPT_PATH_MAX);
+		like(err, "is longer than 1023 characters", "message gives the limit");
+		longdir[LOOM_CKPT_PATH_MAX - 1] = '\0';
+		is_int(P(LOOM_OPT_CKPT_CACHE, longdir), 0, "one of %d accepted", LOOM_CKPT_PATH_MAX - 1);
+	}
+
 	/* --loom-ckpt-signal */
 	is_int(P(LOOM_OPT_CKPT_SIGNAL, "USR1@120"), 0, "USR1@120");
 	ok(o.ckpt_signal == SIGUSR1 && o.ckpt_signal_seconds == 120, "signal and seconds");
@@ -96,6 +120,10 @@ int main(void)
 	is_int(loom_opt_from_key("gpus-per-task", 13), LOOM_OPT_GPUS_PER_TASK, "dash form");
 	is_int(loom_opt_from_key("loom-ckpt-signal", 16), LOOM_OPT_CKPT_SIGNAL, "loom- prefix");
 	is_int(loom_opt_from_key("gpus", 4), -1, "unknown key");
+	is_int(loom_opt_from_key("loom-ckpt-cache", 15), LOOM_OPT_CKPT_CACHE, "loom-ckpt-cache");
+	is_int(loom_opt_from_key("ckpt_cache", 10), LOOM_OPT_CKPT_CACHE, "ckpt_cache");
+	is_str(loom_opt_key(LOOM_OPT_CKPT_CACHE), "ckpt_cache", "its plugstack key");
+	is_str(loom_opt_user_name(LOOM_OPT_CKPT_CACHE), "loom-ckpt-cache", "its option name");
 
 	/* plugstack */
 	is_int(C(&cfg, "affinity=verbose,closest", "gpus_per_task=2"), 0, "site defaults");
@@ -106,7 +134,21 @@ int main(void)
 	   !loom_config_locked(&cfg, LOOM_OPT_AFFINITY), "locked exactly env and gpus_per_task");
 	is_int(C(&cfg, "lock=env,colour", NULL), -1, "unknown lock name");
 	like(err, "'colour' is not one of env, affinity", "names the bad lock entry");
+	like(err, "ckpt_signal, ckpt_cache, nccl_env", "and lists ckpt_cache among the lockable");
 	is_int(C(&cfg, "lock=", NULL), -1, "empty lock");
+	like(err, "ckpt_signal, ckpt_cache, nccl_env", "the empty lock message lists ckpt_cache too");
+	is_int(C(&cfg, "lock=ckpt_cache", NULL), 0, "lock=ckpt_cache");
+	ok(loom_config_locked(&cfg, LOOM_OPT_CKPT_CACHE) && !loom_config_locked(&cfg, LOOM_OPT_CKPT),
+	   "locks the cache and not the checkpoint directory");
+	is_int(C(&cfg, "lock=ckpt", NULL), 0, "lock=ckpt");
+	ok(!loom_config_locked(&cfg, LOOM_OPT_CKPT_CACHE), "does not lock the cache");
+	is_int(C(&cfg, "ckpt_cache=/local/ck-%n/%j", "ckpt=/shared/ck/%j"), 0, "site ckpt_cache default");
+	is_str(cfg.defaults.ckpt_cache, "/local/ck-%n/%j", "lands in cfg.defaults");
+	is_str(cfg.defaults.ckpt_dir, "/shared/ck/%j", "beside the checkpoint directory");
+	is_int(C(&cfg, "ckpt_cache=local", NULL), -1, "relative site ckpt_cache");
+	like(err, "plugstack argument ckpt_cache='local' is not an absolute path", "names it");
+	is_int(C(&cfg, "ckpt_cache=", NULL), -1, "empty site ckpt_cache");
+	like(err, "plugstack argument ckpt_cache='' is empty", "names it");
 	is_int(C(&cfg, "nccl_env=NCCL_IB_HCA==mlx5_0,NCCL_DEBUG=WARN", "nccl_env=NCCL_DEBUG=INFO"), 0, "nccl_env");
 	is_int(cfg.n_nccl_env, 2, "two variables");
 	is_str(loom_config_nccl(&cfg, "NCCL_IB_HCA"), "=mlx5_0", "value may contain =");
@@ -151,6 +193,7 @@ int main(void)
 	like(err, "plugstack argument ckpt_signal='KILL'", "names it");
 	is_int(C(&cfg, "gpus=2", NULL), -1, "unknown argument");
 	like(err, "unknown plugstack argument 'gpus'", "names it");
+	like(err, "ckpt_signal, ckpt_cache, master_port_base", "the known list has ckpt_cache");
 	done_testing();
 	return exit_status();
 }

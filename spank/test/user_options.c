@@ -71,10 +71,10 @@ int main(void)
 {
 	plan(NO_PLAN);
 
-	/* start: site defaults, nothing given, the five options registered */
+	/* start: site defaults, nothing given, the six options registered */
 	is_int(init("affinity=closest", NULL), 0, "plugstack arguments accepted");
 	ok(loom_active, "active once initialised");
-	is_int(nreg, 5, "five --loom-* options registered");
+	is_int(nreg, 6, "six --loom-* options registered");
 	is_int(loom_eff.affinity.mode, LOOM_AFF_CLOSEST, "effective affinity starts at the site default");
 	is_int((int)loom_user_set, 0, "no option given by the user yet");
 
@@ -103,9 +103,21 @@ int main(void)
 	is_int((int)loom_user_set,
 	       (int)(BIT(LOOM_OPT_ENV) | BIT(LOOM_OPT_GPUS_PER_TASK) | BIT(LOOM_OPT_CKPT) | BIT(LOOM_OPT_CKPT_SIGNAL)),
 	       "user_set: the command line's bit and one per variable used");
+	is_int(opt("loom-ckpt-cache", "/tmp/x-%n-%j"), 0, "--loom-ckpt-cache=/tmp/x-%%n-%%j accepted");
+	is_str(loom_eff.ckpt_cache, "/tmp/x-%n-%j", "kept as given");
+	ok(loom_user_set & BIT(LOOM_OPT_CKPT_CACHE), "and marked as given");
+	is_int(opt("loom-ckpt-cache", "tmp"), -1, "--loom-ckpt-cache=tmp refused");
+	is_str(logged, "loom: --loom-ckpt-cache='tmp' is not an absolute path: give /path/to/dir "
+	       "(e.g. --loom-ckpt-cache=/tmp/ckpt-%j)", "the refusal names the option and what to give");
 	const char *env2[] = { "SLURM_SPANK_LOOM_GPUS_PER_TASK=9", NULL };
 	is_int(loom_env_options(get_env, env2), 0, "a second pass");
 	is_int(loom_eff.gpus_per_task, 2, "an option set from the environment is not set again");
+
+	is_int(init(NULL, NULL), 0, "again from the defaults");
+	const char *env_cache[] = { "SLURM_SPANK_LOOM_CKPT_CACHE=/local/%n", NULL };
+	is_int(loom_env_options(get_env, env_cache), 0, "SLURM_SPANK_LOOM_CKPT_CACHE accepted");
+	is_str(loom_eff.ckpt_cache, "/local/%n", "it sets the cache");
+	is_int((int)loom_user_set, (int)BIT(LOOM_OPT_CKPT_CACHE), "as given by the user");
 
 	/* a bad value from the environment is refused naming the variable */
 	is_int(init(NULL, NULL), 0, "no plugstack arguments");
@@ -137,6 +149,19 @@ int main(void)
 	is_int(loom_env_options(get_env, env5), 0, "locked options whose variables are unset: no refusal");
 	is_int(nlogged, 0, "nothing logged");
 	is_int(loom_eff.env, LOOM_ENV_NONE, "and --loom-env=none stays");
+
+	/* the site's cache, locked: the user can neither change nor drop it */
+	is_int(init("lock=ckpt_cache", "ckpt_cache=/local/ck-%j"), 0, "site locks ckpt_cache");
+	is_int(opt("loom-ckpt-cache", "/tmp/mine"), -1, "--loom-ckpt-cache refused");
+	is_str(logged, "loom: --loom-ckpt-cache is locked by the site (plugstack.conf lock=ckpt_cache): "
+	       "remove it", "the command line refusal");
+	const char *env6[] = { "SLURM_SPANK_LOOM_CKPT_CACHE=/tmp/mine", NULL };
+	is_int(loom_env_options(get_env, env6), -1, "SLURM_SPANK_LOOM_CKPT_CACHE refused");
+	is_str(logged, "loom: SLURM_SPANK_LOOM_CKPT_CACHE: --loom-ckpt-cache is locked by the site "
+	       "(plugstack.conf lock=ckpt_cache): unset SLURM_SPANK_LOOM_CKPT_CACHE",
+	       "the environment refusal");
+	is_str(loom_eff.ckpt_cache, "/local/ck-%j", "the site's cache stays");
+	is_int(opt("loom-ckpt", "/tmp/ck"), 0, "--loom-ckpt is still the user's");
 
 	/* a bad plugstack argument: not active, nothing registered */
 	loom_active = 0;
