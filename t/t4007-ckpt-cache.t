@@ -106,6 +106,19 @@ test_expect_success 'SIGTERM while saves go to the caches only (LOOM_CKPT_FLUSH=
 	grep -q "restore ranks 4: success step $s wrong 0" "$TEST_TMP/r6.out" &&
 	grep -q "restored step-$s from the shared directory $D" "$TEST_TMP/r6.out"
 '
+if [ -f "${LOOM_TEST_PLUGIN:-$LOOM_BUILD_DIR/spank/.libs/loom.so}" ]; then
+test_expect_success 'srun --loom-ckpt-cache=DIR/pc-%n-%j: loom.so passes it, libloom expands it on each node; the save lands in pc-n1-JOB and pc-n2-JOB' '
+	(unset LOOM_CKPT_CACHE; srun --mpi=pmix -N2 -n2 --loom-ckpt="$D" --loom-ckpt-cache="$C/pc-%n-%j" \
+		sh -c "echo job \$SLURM_JOB_ID cache \$LOOM_CKPT_CACHE; exec \"\$0\" save \"\$LOOM_CKPT_DIR\" 11 rows" "$DRIVE") \
+		>"$TEST_TMP/p.out" 2>&1 && cat "$TEST_TMP/p.out" &&
+	j=$(sed -n "s/^job \([0-9]*\) .*/\1/p" "$TEST_TMP/p.out" | head -1) && test -n "$j" &&
+	grep -q "cache $C/pc-%n-$j$" "$TEST_TMP/p.out" &&
+	grep -q "save step 11 ranks 2: success" "$TEST_TMP/p.out" &&
+	test -f "$C/pc-n1-$j/step-11/PIECES" && test -f "$C/pc-n2-$j/step-11/PIECES"
+'
+else
+	test_skip "srun --loom-ckpt-cache" "loom.so not built"
+fi
 test_expect_success 'a bad cache fails loom_ckpt_open on every rank, naming it: relative, missing parent, unknown %, a link, another user' '
 	for bad in "rel/cache" "$C/no/such/cache" "$C/x-%q" "$C/link" "$C/theirs"; do
 		case $bad in
