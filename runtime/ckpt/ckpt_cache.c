@@ -435,7 +435,7 @@ static int census_local(loom_ckpt_t *ck, census_t *c, int64_t **v, int *n)
 }
 
 /* every leader's ranges on every rank */
-static int census(loom_ckpt_t *ck, census_t *c)
+static int census_gather(loom_ckpt_t *ck, census_t *c)
 {
 	int64_t *mine = NULL, most = 0, cnt;
 	int n = 0, rc;
@@ -649,6 +649,25 @@ static int census_steps(const census_t *c, long long **out)
 	return m;
 }
 
+/* the census and its steps, newest first (*steps freed by the caller) */
+static int census(loom_ckpt_t *ck, census_t *c, long long **steps, int *ns)
+{
+	int rc = census_gather(ck, c);
+	*steps = NULL;
+	*ns = 0;
+	if (rc)
+		return rc;
+	if (c->per > 0 && (*ns = census_steps(c, steps)) < 0)
+		*ns = 0;
+	/* every rank walks the same list, or none does */
+	if ((rc = ck_agree(ck, *ns < 0 || (c->per > 0 && !*steps) ? LOOM_ERR_NOMEM : LOOM_SUCCESS))) {
+		free(*steps);
+		*steps = NULL;
+		census_free(c);
+	}
+	return rc;
+}
+
 /* a leader that reads a partner copy says whose */
 static void say_partner_reads(const loom_ckpt_t *ck, const census_t *c, const piece_t *v, int np,
 			      long long s)
@@ -663,11 +682,10 @@ static void say_partner_reads(const loom_ckpt_t *ck, const census_t *c, const pi
 int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long long *step)
 {
 	census_t c;
-	long long *steps = NULL;
-	int ns, rc;
-	if ((rc = census(ck, &c)))
+	long long *steps;
+	int ns, rc, tried = 0;
+	if ((rc = census(ck, &c, &steps, &ns)))
 		return rc;
-	ns = c.per ? census_steps(&c, &steps) : 0;
 	rc = LOOM_ERR_NOT_FOUND;
 	for (int i = 0; i < ns; i++) {
 		long long s = steps[i];
@@ -677,6 +695,7 @@ int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long
 		int np = 0, partner = 0;
 		if ((want >= 0 && s != want) || s < newer_than)
 			continue;
+		tried++;
 		if (choose(ck, &c, s, &v, &np, why, sizeof why) ||
 		    pieces_to_domains(ck, v, np, &d, why, sizeof why)) {
 			if (ck->rank == 0)
@@ -709,7 +728,7 @@ int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long
 				  loom_strerror(rc));
 		rc = LOOM_ERR_NOT_FOUND;
 	}
-	if (rc == LOOM_ERR_NOT_FOUND && ns > 0 && ck->rank == 0)
+	if (rc == LOOM_ERR_NOT_FOUND && tried && ck->rank == 0)
 		LOOM_WARN("ckpt: no usable checkpoint%s in the node caches; reading the shared "
 			  "directory %s", newer_than >= 0 ? " as new as the shared directory's" : "",
 			  ck->dir);
@@ -721,12 +740,11 @@ int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long
 int ck_cache_latest(loom_ckpt_t *ck, long long *step)
 {
 	census_t c;
-	long long *steps = NULL;
+	long long *steps;
 	int ns, rc;
 	*step = -1;
-	if ((rc = census(ck, &c)))
+	if ((rc = census(ck, &c, &steps, &ns)))
 		return rc;
-	ns = c.per ? census_steps(&c, &steps) : 0;
 	for (int i = 0; i < ns && *step < 0; i++) {
 		piece_t *v = NULL;
 		char why[700];

@@ -34,6 +34,8 @@ int loom_x_wait(struct loom_xctx *x, int handle);  /* -1: all */
 int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *arg);
 int loom_x_end(struct loom_xctx *x);               /* waits for all, frees; returns status */
 void loom_x_abandon(struct loom_xctx *x);          /* cancel whatever is left */
+/* the communicator's failure (its own, or its parent's), 0 if none */
+int loom_x_comm_failed(struct loom_comm *c);
 struct loom_opctx;
 void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_opctx *o,
 		    uint64_t tag);

@@ -16,6 +16,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHUNK (256u * 1024)  /* a peer's piece read at once: stays in cache */
 
@@ -40,6 +41,18 @@ static int read_peer(struct loom_comm *c, struct loom_opctx *o, int peer, void *
 		     uint64_t src, size_t len)
 {
 	int rc = loom_shm_peer_read(c, c->local_idx[peer], dst, src, len);
+	if (rc == LOOM_ERR_SYSTEM) {
+		/* The peer's buffer is gone: it left the operation, which it does
+		 * only on a failure (a rank lost elsewhere, an abort, a timeout)
+		 * that reaches this rank too, a moment later. Report that cause,
+		 * as the rings would, not the failed read (t3004, peer-lost). */
+		double until = loom_now() + 2.0;
+		int f;
+		while (!(f = loom_x_comm_failed(c)) && loom_now() < until)
+			usleep(1000);
+		if (f)
+			return f;
+	}
 	if (rc)
 		LOOM_ERR("comm %s: %s seq %llu: reading rank %d's buffer failed: %s", c->name,
 			 o->name, (unsigned long long)o->seq, peer, loom_strerror(rc));

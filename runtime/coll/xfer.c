@@ -231,7 +231,7 @@ static void poison(struct loom_comm *c, int status)
 }
 
 /* the communicator's failure (its own, or its parent's: an abort), 0 if none */
-static int comm_failed(struct loom_comm *c)
+int loom_x_comm_failed(struct loom_comm *c)
 {
 	int f = atomic_load(&c->failed);
 	if (!f && c->parent)
@@ -319,7 +319,7 @@ int loom_x_wait(struct loom_xctx *x, int handle)
 		if (x->status) {
 			/* a transfer failed: report the communicator's cause (an abort
 			 * that came in just before the aborting rank's exit) if any */
-			if ((f = comm_failed(c)))
+			if ((f = loom_x_comm_failed(c)))
 				x->status = f;
 			return x->status;
 		}
@@ -331,7 +331,7 @@ int loom_x_wait(struct loom_xctx *x, int handle)
 					all = 0;
 		if (all)
 			return LOOM_SUCCESS;
-		if ((f = comm_failed(c))) {
+		if ((f = loom_x_comm_failed(c))) {
 			x->status = f;
 			return f;
 		}
@@ -362,7 +362,7 @@ int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 		double now;
 		if (ready(arg))
 			return LOOM_SUCCESS;
-		if ((f = comm_failed(c)))
+		if ((f = loom_x_comm_failed(c)))
 			return x->status = f;
 		if (!(b.n > 64 && loom_shm_peer_asleep(c, lidx)) && !loom_backoff_step(&b))
 			continue;
