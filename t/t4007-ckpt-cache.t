@@ -119,8 +119,8 @@ test_expect_success 'srun --loom-ckpt-cache=DIR/pc-%n-%j: loom.so passes it, lib
 else
 	test_skip "srun --loom-ckpt-cache" "loom.so not built"
 fi
-test_expect_success 'a bad cache fails loom_ckpt_open on every rank, naming it: relative, missing parent, unknown %, a link, another user' '
-	for bad in "rel/cache" "$C/no/such/cache" "$C/x-%q" "$C/link" "$C/theirs"; do
+test_expect_success 'a bad cache fails loom_ckpt_open on every rank, naming it: relative, missing parent, unknown %, a link, another user, one directory for both nodes' '
+	for bad in "rel/cache" "$C/no/such/cache" "$C/x-%q" "$C/link" "$C/theirs" "$C/shared"; do
 		case $bad in
 		*link) ln -sfn "$C" "$C/link" ;;
 		*theirs) mkdir -p "$C/theirs" && chown nobody "$C/theirs" ;;
@@ -135,6 +135,7 @@ test_expect_success 'a bad cache fails loom_ckpt_open on every rank, naming it: 
 		*%q) grep -q "%q. is not understood" "$TEST_TMP/b.out" ;;
 		*link) grep -q "node cache $C/link .* is a symbolic link: refusing it" "$TEST_TMP/b.out" ;;
 		*theirs) grep -q "node cache $C/theirs .* is owned by another user: refusing it" "$TEST_TMP/b.out" ;;
+		*shared) grep -q "node cache $C/shared is the same directory on n[12] and n[12]: give every node its own" "$TEST_TMP/b.out" ;;
 		esac || return 1
 	done &&
 	test ! -d "$D/step-9"

@@ -20,6 +20,7 @@
 #include "metrics/metrics.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,50 @@ int ck_cache_open(loom_ckpt_t *ck)
 
 /* ------------------------------------------------------------------ */
 /* saving                                                              */
+
+static int is_leader(const loom_ckpt_t *ck);
+static const char *node_name(const loom_ckpt_t *ck, int rank);
+
+/* Each node's leader leaves a mark naming its node in its cache, then
+ * looks for the marks of this job's other nodes: one there means two
+ * nodes share the directory (a path on a shared file system without
+ * %n), where their copies would overwrite each other. */
+int ck_cache_check(loom_ckpt_t *ck)
+{
+	const loom_comm_t *c = ck->comm;
+	char p[4400], other[300] = "";
+	int rc = LOOM_SUCCESS, fd;
+	if (!ck->cache || c->nnodes < 2)
+		return LOOM_SUCCESS;
+	if (is_leader(ck)) {
+		snprintf(p, sizeof p, "%s/.loom-node-%s", ck->cache, node_name(ck, ck->rank));
+		fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			LOOM_ERR("ckpt: node cache %s: cannot create %s: %s", ck->cache, p, strerror(errno));
+			rc = LOOM_ERR_IO;
+		} else {
+			close(fd);
+		}
+	}
+	if ((rc = ck_agree(ck, rc)))
+		return rc;
+	for (int n = 0; is_leader(ck) && n < c->nnodes; n++) {
+		struct stat st;
+		const char *name = node_name(ck, c->leaders[n]);
+		if (c->leaders[n] == ck->rank)
+			continue;
+		snprintf(p, sizeof p, "%s/.loom-node-%s", ck->cache, name);
+		if (lstat(p, &st) == 0 && !other[0])
+			snprintf(other, sizeof other, "%s", name);
+	}
+	if (other[0]) {
+		LOOM_ERR("ckpt: node cache %s is the same directory on %s and %s: give every node "
+			 "its own (a node-local path, or %%n in LOOM_CKPT_CACHE / --loom-ckpt-cache)",
+			 ck->cache, node_name(ck, ck->rank), other);
+		rc = LOOM_ERR_INVALID;
+	}
+	return ck_agree(ck, rc);
+}
 
 static int is_leader(const loom_ckpt_t *ck)
 {

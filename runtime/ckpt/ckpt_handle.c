@@ -97,6 +97,8 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 		rc = ck_cache_open(ck);
 	}
 	rc = ck_agree(ck, rc);
+	if (rc == LOOM_SUCCESS)
+		rc = ck_cache_check(ck);
 	if (rc != LOOM_SUCCESS) {
 		free(ck->bg);
 		free(ck->cache);

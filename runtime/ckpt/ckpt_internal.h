@@ -110,6 +110,9 @@ int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64
 /* LOOM_CKPT_CACHE and its settings into ck (at open; a local status, the
  * caller agrees) */
 int ck_cache_open(loom_ckpt_t *ck);
+/* Collective, after open: LOOM_ERR_INVALID (said) when two nodes of the
+ * communicator see the same cache directory */
+int ck_cache_check(loom_ckpt_t *ck);
 /* Collective: step into every node's cache, each node's pieces copied to
  * the next node's cache when ck->partner, each node's copy committed on
  * its own (MANIFEST, PIECES, rename). */
