@@ -145,6 +145,15 @@ int ck_cache_open(loom_ckpt_t *ck)
 static int is_leader(const loom_ckpt_t *ck);
 static const char *node_name(const loom_ckpt_t *ck, int rank);
 
+/* DIR/.loom-node-NAME, NAME made safe for a file name */
+static void node_mark(const loom_ckpt_t *ck, const char *node, char *p, size_t len)
+{
+	char safe[64];
+	snprintf(safe, sizeof safe, "%s", node);
+	path_safe(safe);
+	snprintf(p, len, "%s/.loom-node-%s", ck->cache, safe);
+}
+
 /* Each node's leader leaves a mark naming its node in its cache, then
  * looks for the marks of this job's other nodes: one there means two
  * nodes share the directory (a path on a shared file system without
@@ -157,7 +166,7 @@ int ck_cache_check(loom_ckpt_t *ck)
 	if (!ck->cache || c->nnodes < 2)
 		return LOOM_SUCCESS;
 	if (is_leader(ck)) {
-		snprintf(p, sizeof p, "%s/.loom-node-%s", ck->cache, node_name(ck, ck->rank));
+		node_mark(ck, node_name(ck, ck->rank), p, sizeof p);
 		fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			LOOM_ERR("ckpt: node cache %s: cannot create %s: %s", ck->cache, p, strerror(errno));
@@ -173,7 +182,7 @@ int ck_cache_check(loom_ckpt_t *ck)
 		const char *name = node_name(ck, c->leaders[n]);
 		if (c->leaders[n] == ck->rank)
 			continue;
-		snprintf(p, sizeof p, "%s/.loom-node-%s", ck->cache, name);
+		node_mark(ck, name, p, sizeof p);
 		if (lstat(p, &st) == 0 && !other[0])
 			snprintf(other, sizeof other, "%s", name);
 	}
