@@ -250,6 +250,11 @@ int ckpt_prune_sweep(const char *dir);
 int ckpt_write_latest(const char *dir, long long step);
 /* NAME in DIR replaced atomically by TEXT (fsynced) */
 int ckpt_write_small(const char *dir, const char *name, const char *text);
+/* The node cache's record of which byte ranges a cached step holds
+ * (docs/checkpoint-format.md, "The node-local tier") */
+#define CKPT_PIECES_FILE "PIECES"
+#define CKPT_PIECES_HEADER "loom-cache-pieces 1"
+#define CKPT_PIECES_MAX (64u << 10)
 /* The file a stop-triggered checkpoint leaves for loom.so, which requeues
  * the job (docs/environment.md, "Requeue after a checkpoint") */
 #define CKPT_REQUEUE_FILE ".loom-requeue"

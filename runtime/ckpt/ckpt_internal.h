@@ -8,7 +8,8 @@
  *   ckpt_window.c    an aggregator's window: file I/O, chunk sums, writer
  *   ckpt_save.c      save and commit
  *   ckpt_async.c     the background save: staging copy, writer thread, wait
- *   ckpt_cache.c     the node-local tier: save with partner copies, census, restore
+ *   ckpt_cache.c     the node-local tier: its path and checks, save with partner copies
+ *   ckpt_cache_restore.c  census of the caches, choice of copies, restore
  *   ckpt_load.c      load, latest, restore, resume_step */
 #ifndef LOOM_CKPT_INTERNAL_H
 #define LOOM_CKPT_INTERNAL_H
@@ -125,6 +126,11 @@ int ck_cache_save(loom_ckpt_t *ck, long long step);
 int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long long *step);
 /* Collective: the newest step the caches can restore, -1 when none */
 int ck_cache_latest(loom_ckpt_t *ck, long long *step);
+/* the cache's shared pieces: is this rank its node's first, a rank's node
+ * name, a name made safe for a path (anything but [A-Za-z0-9._-] -> _) */
+int ck_is_leader(const loom_ckpt_t *ck);
+const char *ck_node_name(const loom_ckpt_t *ck, int rank);
+void ck_path_safe(char *s);
 
 /* ---- ckpt_load.c ---- */
 /* where a load reads from: the step directory this rank's files are in;
