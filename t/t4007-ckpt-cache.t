@@ -96,7 +96,8 @@ test_expect_success 'SIGTERM while saves go to the caches only (LOOM_CKPT_FLUSH=
 		srun --mpi=pmix -N2 -n4 "$DRIVE" train "$D" cyclic 100000 >"$TEST_TMP/t.out" 2>&1; \
 		echo "exit $?" >>"$TEST_TMP/t.out") &
 	for i in $(seq 120); do test -f "$D/pid.3" && test -f "$D/pid.0" && break; sleep 0.25; done &&
-	sleep 1.5 && kill -TERM $(cat "$D"/pid.[0-3]) &&
+	for i in $(seq 240); do ls "$C/cache-n1" 2>/dev/null | grep -q "^step-" && break; sleep 0.25; done &&
+	sleep 0.5 && kill -TERM $(cat "$D"/pid.[0-3]) &&
 	wait_for "$TEST_TMP/t.out" "^exit " 60 && cat "$TEST_TMP/t.out" &&
 	grep -q "^exit 0" "$TEST_TMP/t.out" &&
 	s=$(sed -n "s/^rank 0 stop at step \([0-9]*\)/\1/p" "$TEST_TMP/t.out") && test -n "$s" &&
