@@ -25,13 +25,15 @@ struct ck_bg {
 static void *writer(void *arg)
 {
 	struct ck_bg *bg = arg;
+	int shared = 0;
 	bg->rc = LOOM_SUCCESS;
 	if (bg->what & CK_BG_CACHE)
-		bg->rc = ck_cache_save(&bg->h, bg->step);
+		bg->rc = ck_save_cached(&bg->h, bg->step, &shared);
 	/* a flush after a cached save: that one was counted */
 	bg->h.flush_only = (bg->what & CK_BG_CACHE) != 0;
-	if (bg->rc == LOOM_SUCCESS && (bg->what & CK_BG_SHARED))
+	if (bg->rc == LOOM_SUCCESS && (bg->what & CK_BG_SHARED) && !shared)
 		bg->rc = ck_save_now(&bg->h, bg->step);
+	bg->h.flush_only = 0;
 	return NULL;
 }
 

@@ -94,6 +94,10 @@ struct ck_sweep {
 void ck_sweep_join(loom_ckpt_t *ck);
 /* the whole save on ck's communicator, blocking (also the writer thread's) */
 int ck_save_now(loom_ckpt_t *ck, long long step);
+/* the save into the node caches; when they cannot take it (an I/O
+ * failure on a node: full, removed), the step goes to the shared
+ * directory instead, said so, and *shared is set */
+int ck_save_cached(loom_ckpt_t *ck, long long step, int *shared);
 /* the steps of a save other tiers share: names, sizes and plan of the
  * files; the data on disk (fsynced) with every chunk's sum on every rank;
  * op's MANIFEST in dir (fsynced). All agreed but the last (rank 0's, or

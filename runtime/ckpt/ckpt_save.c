@@ -369,19 +369,34 @@ out:
 	return rc;
 }
 
+int ck_save_cached(loom_ckpt_t *ck, long long step, int *shared)
+{
+	int rc = ck_cache_save(ck, step);
+	*shared = 0;
+	if (rc == LOOM_SUCCESS || ck_comm_error(rc))
+		return rc;
+	/* agreed: every rank is here. The step is not lost for a full or
+	 * broken cache: it goes where it would have been flushed */
+	if (ck->rank == 0)
+		LOOM_WARN("ckpt: step %lld: the node caches could not take it (%s); saving it to the "
+			  "shared directory %s instead", step, loom_strerror(rc), ck->dir);
+	*shared = 1;
+	return ck_save_now(ck, step);
+}
+
 /* With a node cache: the save goes to the cache (in the background
  * when async), and every flush_every-th one on to the shared directory
  * in the background (from the staging copy; blocking when it does not
  * fit). 1: no cache here, save as usual. */
 static int save_cached(loom_ckpt_t *ck, long long step)
 {
-	int flush = ++ck->cached % ck->flush_every == 0, rc;
+	int flush = ++ck->cached % ck->flush_every == 0, rc, shared;
 	if (ck->async) {
 		rc = ck_bg_start(ck, step, CK_BG_CACHE | (flush ? CK_BG_SHARED : 0));
 		if (rc <= 0)
 			return rc;
 	}
-	if ((rc = ck_cache_save(ck, step)) || !flush)
+	if ((rc = ck_save_cached(ck, step, &shared)) || !flush || shared)
 		return rc;
 	rc = ck_bg_start(ck, step, CK_BG_SHARED);
 	if (rc <= 0)

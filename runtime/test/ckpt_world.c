@@ -651,6 +651,22 @@ static void t_cache(void)
 	e = cap_end();
 	ok(rc == LOOM_SUCCESS && step == 2, "cache: PIECES with a line not understood: skipped");
 	like(e, "step-3 skipped: line 3 not understood", "cache: ... named");
+	/* a cache that cannot take a save (its temporary directory's name is
+	 * a file): the step goes to the shared directory, said so */
+	snprintf(p, sizeof p, "%s/.tmp-step-4-77", cdir);
+	write_text(p, "in the way\n");
+	fill(24);
+	cap_begin();
+	rc = loom_ckpt_save(ck, 4);
+	e = cap_end();
+	is_int(rc, LOOM_SUCCESS, "cache: a save the cache cannot take still succeeds");
+	like(e, "step 4: the node caches could not take it (I/O error); saving it to the shared directory",
+	     "cache: ... said so");
+	ok(exists("%s/step-%lld", dir, 4) && !exists("%s/step-%lld", cdir, 4),
+	   "cache: ... step 4 is in the shared directory, not in the cache");
+	fill(0);
+	ok(loom_ckpt_restore(ck, &step) == LOOM_SUCCESS && step == 4 && check(24),
+	   "cache: ... and restores from there");
 	loom_ckpt_close(ck);
 	/* a cache path that expands too long */
 	char longpat[5000];
