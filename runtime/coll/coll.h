@@ -92,7 +92,7 @@ int loom_fbox_barrier(struct loom_comm *c, struct loom_opctx *o);
 /* ---- coll_direct.c: large operations of a one-node communicator by
  * direct reads of the peers' buffers. *fallback 1: not possible here and
  * nothing done (the caller runs its ring algorithm). ---- */
-int loom_direct_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt,
+int loom_direct_allreduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
 			  loom_op_t op, struct loom_opctx *o, int *fallback);
 int loom_direct_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
 		   struct loom_opctx *o, int *fallback);

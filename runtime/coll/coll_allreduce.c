@@ -196,22 +196,22 @@ int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, l
 			loom_op_t op, struct loom_opctx *o)
 {
 	size_t bytes = n * loom_dtype_size(dt);
+	int alg = loom_plan_allreduce(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c),
+				      bytes, n);
+	if (alg == LOOM_ALG_DIRECT) { /* reads s where it is */
+		int fallback, rc = loom_direct_allreduce(c, s, r, n, dt, op, o, &fallback);
+		if (rc || !fallback)
+			return rc;
+	}
 	if (s != r && bytes)
 		memcpy(r, s, bytes);
-	switch (loom_plan_allreduce(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c),
-				    bytes, n)) {
+	switch (alg) {
 	case LOOM_ALG_TRIVIAL: return LOOM_SUCCESS;
 	case LOOM_ALG_FBOX: return loom_fbox_allreduce(c, r, n, dt, op, o);
 	case LOOM_ALG_HIER: return hier_allreduce(c, r, n, dt, op, o);
 	case LOOM_ALG_LANES: return lanes_allreduce(c, r, n, dt, op, o, 0);
 	case LOOM_ALG_LANES_RS: return lanes_allreduce(c, r, n, dt, op, o, 1);
 	case LOOM_ALG_RD: return rd_allreduce(c, r, n, dt, op, o);
-	case LOOM_ALG_DIRECT: {
-		int fallback, rc = loom_direct_allreduce(c, r, n, dt, op, o, &fallback);
-		if (rc || !fallback)
-			return rc;
-		return ring_allreduce(c, r, n, dt, op, o);
-	}
-	default: return ring_allreduce(c, r, n, dt, op, o);
+	default: return ring_allreduce(c, r, n, dt, op, o);  /* also direct's fallback */
 	}
 }
