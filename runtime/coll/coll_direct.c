@@ -85,31 +85,53 @@ static int usable(struct loom_comm *c, struct loom_opctx *o, struct post *all)
 	return ok;
 }
 
+/* chunk k (0 or 1) of the communicator's kept scratch; NULL: no memory.
+ * One operation at a time runs on a communicator, so one is enough. */
+static char *scratch(struct loom_comm *c, int k)
+{
+	if (!c->direct_tmp)
+		c->direct_tmp = malloc(2 * (size_t)CHUNK);
+	return c->direct_tmp ? c->direct_tmp + (size_t)k * CHUNK : NULL;
+}
+
 /* out[0..cnt) = the peers' inputs at element off reduced in the order
- * me, me+1, ..., me-1 (mine is in + off; out may be it) */
-static int reduce_mine(struct loom_comm *c, struct loom_opctx *o, const struct post *all,
-		       const char *in, char *out, size_t off, size_t cnt, loom_dtype_t dt,
-		       loom_op_t op)
+ * me, me+1, ..., me-1 (mine is in + off; out may be it). to >= 0: out is
+ * a CHUNK of scratch, and each reduced chunk is written to rank to's
+ * memory at to_addr instead (a reduce's block into the root's buffer). */
+static int reduce_mine_to(struct loom_comm *c, struct loom_opctx *o, const struct post *all,
+			  const char *in, char *out, size_t off, size_t cnt, loom_dtype_t dt,
+			  loom_op_t op, int to, uint64_t to_addr)
 {
 	size_t es = loom_dtype_size(dt), step = CHUNK / es, d;
 	int N = c->size, k, rc = 0;
-	char *tmp = malloc(CHUNK);
+	char *tmp = scratch(c, 0);
 	if (!tmp)
 		return LOOM_ERR_NOMEM;
 	for (d = 0; d < cnt && !rc; d += step) {
 		size_t m = cnt - d < step ? cnt - d : step;
+		char *o_ = to >= 0 ? out : out + d * es;
 		/* chunk by chunk: the peers' parts are added while it is in cache */
-		if (out != in + off * es)
-			memcpy(out + d * es, in + (off + d) * es, m * es);
+		if (o_ != in + (off + d) * es)
+			memcpy(o_, in + (off + d) * es, m * es);
 		for (k = 1; k < N && !rc; k++) {
 			int p = (c->rank + k) % N;
 			rc = read_peer(c, o, p, tmp, all[p].addr + (off + d) * es, m * es);
 			if (!rc)
-				loom_reduce_local(out + d * es, tmp, m, dt, op);
+				loom_reduce_local(o_, tmp, m, dt, op);
 		}
+		if (!rc && to >= 0 && (rc = loom_shm_peer_write(c, c->local_idx[to], to_addr + d * es,
+								o_, m * es)))
+			LOOM_ERR("comm %s: %s seq %llu: writing into rank %d's buffer failed: %s",
+				 c->name, o->name, (unsigned long long)o->seq, to, loom_strerror(rc));
 	}
-	free(tmp);
 	return rc;
+}
+
+static int reduce_mine(struct loom_comm *c, struct loom_opctx *o, const struct post *all,
+		       const char *in, char *out, size_t off, size_t cnt, loom_dtype_t dt,
+		       loom_op_t op)
+{
+	return reduce_mine_to(c, o, all, in, out, off, cnt, dt, op, -1, 0);
 }
 
 /* the pieces the others hold: piece p (bytes at boff(p), blen(p)) from
@@ -216,23 +238,27 @@ int loom_direct_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 	struct post *all;
 	int rc, N = c->size, me = c->rank;
 	size_t off = loom_blk_off(n, N, me), cnt = loom_blk_cnt(n, N, me);
-	char *blk;
+	uint64_t root_r = 0;
+	char *chunk;
 	BEGIN(c, o, all, rc, fallback);
-	/* my block goes to the root's buffer, or to a buffer the root reads */
-	blk = me == root ? r + off * es : malloc(cnt * es + 1);
-	if (!blk) {
-		free(all);
-		return LOOM_ERR_NOMEM;
+	chunk = me == root ? NULL : scratch(c, 1);
+	/* where the root's result goes, first (its input is read at its s);
+	 * a rank without its scratch says so here, and all give up alike */
+	if (!(rc = meet(c, o, me == root ? r : NULL, me == root || chunk, all))) {
+		root_r = all[root].addr;
+		for (int i = 0; i < N; i++)
+			if (!all[i].ok)
+				rc = LOOM_ERR_NOMEM;
 	}
-	if (!(rc = meet(c, o, s, 1, all)))
-		rc = reduce_mine(c, o, all, s, blk, off, cnt, dt, op);
-	/* blocks ready: each rank posts where its block is */
-	if (!rc && !(rc = meet(c, o, blk, 1, all)) && me == root)
-		FETCH_ALL(c, o, all, r, loom_blk_off(n, N, p) * es, loom_blk_cnt(n, N, p) * es, 0, rc);
+	/* every rank reduces its block; the others write theirs into the
+	 * root's buffer chunk by chunk (no copy of the block, no gather
+	 * after); the last barrier says every write has landed */
+	if (!rc && !(rc = meet(c, o, s, 1, all)))
+		rc = me == root ? reduce_mine(c, o, all, s, r + off * es, off, cnt, dt, op)
+				: reduce_mine_to(c, o, all, s, chunk, off, cnt, dt, op, root,
+						 root_r + off * es);
 	if (!rc)
 		rc = loom_fbox_barrier(c, o);
-	if (me != root)
-		free(blk);
 	free(all);
 	return rc;
 }

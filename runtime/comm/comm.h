@@ -95,6 +95,8 @@ struct loom_comm {
 	char *scratch;            /* kept for the TCP receive-reduces of its operations (xfer.c) */
 	size_t scratch_len;
 	int scratch_busy;  /* the same local rank on every node (when all hold as many) */
+	char *direct_tmp;         /* coll_direct.c: two chunks, kept (a fresh 256 KiB per
+				   * call is an mmap and 64 page faults) */
 	pthread_mutex_t p2p_lock;
 	uint64_t *p2p_sent, *p2p_rcvd;
 	struct loom_nbq *nbq;

@@ -145,6 +145,7 @@ void loom_comm_destroy(struct loom_comm *c)
 	free(c->p2p_rcvd);
 	free(c->status_rep);
 	free(c->scratch);
+	free(c->direct_tmp);
 	free(c);
 }
 

@@ -179,6 +179,9 @@ uint64_t loom_shm_fbox_next(struct loom_comm *c);  /* number this rank's next fa
 int *loom_shm_direct(struct loom_comm *c);
 int loom_shm_direct_allowed(void);  /* not turned off by LOOM_DIRECT_READS=0 */
 int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len);
+/* the same into a local peer's memory (process_vm_writev) */
+int loom_shm_peer_write(struct loom_comm *c, int local_idx, uint64_t dst, const void *src,
+			size_t len);
 int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx);  /* -1: all */
 void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq);
 void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t len);

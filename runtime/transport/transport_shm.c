@@ -314,6 +314,25 @@ int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t s
 	return LOOM_SUCCESS;
 }
 
+int loom_shm_peer_write(struct loom_comm *c, int local_idx, uint64_t dst, const void *src,
+			size_t len)
+{
+	pid_t pid = c->shm->bells[local_idx].pid;
+	while (len) {
+		struct iovec l = { (void *)src, len }, r = { (void *)(uintptr_t)dst, len };
+		ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return n < 0 && errno == ESRCH ? LOOM_ERR_PEER_LOST : LOOM_ERR_SYSTEM;
+		}
+		src = (const char *)src + n;
+		dst += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return LOOM_SUCCESS;
+}
+
 int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx)
 {
 	struct loom_shm *s = c->shm;
