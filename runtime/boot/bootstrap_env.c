@@ -1,44 +1,55 @@
 /* runtime/boot/bootstrap_env.c: the TCP rendezvous of RANK / WORLD_SIZE /
- * MASTER_ADDR / MASTER_PORT. Rank 0 listens on MASTER_ADDR:MASTER_PORT;
- * every other rank connects (retrying until LOOM_BOOTSTRAP_TIMEOUT,
- * default 120 s), proves that it holds the job key (LOOM_JOB_SECRET,
- * transport_handshake.c) and sends its listen port, node identity and pid; rank 0
- * records the address each connection came from and, once every rank is
- * in, sends the world's random nonce and shm key and the whole table
- * back, authenticated the same way. Each rank listens for the TCP engine
- * on the address rank 0 saw it come from, the one its peers are told;
- * the engine connects to a peer when it first has a message for it. */
+ * MASTER_ADDR / MASTER_PORT, hierarchical by node (docs/scale.md).
+ *
+ * Where the launcher says which ranks share a node (LOCAL_RANK and
+ * LOCAL_WORLD_SIZE: loom.so, torchrun), the ranks of a node meet first:
+ * LOCAL_RANK 0, the node's leader, listens on an abstract Unix socket
+ * named from MASTER_ADDR:MASTER_PORT and the node identity, takes only
+ * this user's processes (SO_PEERCRED) and each local rank's entry (pid,
+ * engine port, node, and the address it routes to MASTER_ADDR from).
+ * Each leader then dials rank 0 once with a group hello that carries the
+ * count and SHA-256 of its node's entries, which follow on the same
+ * connection; rank 0, its own node's leader, takes groups until it holds
+ * every rank. The table goes back to each leader and from it to its
+ * node's ranks: rank 0 takes one connection per other node, not one per
+ * rank. Without LOCAL_RANK / LOCAL_WORLD_SIZE, or with
+ * LOOM_BOOTSTRAP_TREE=0, a rank says hello to rank 0 alone (a group of
+ * one; rank 0 records the address it came from), and both kinds mix.
+ *
+ * Every hello, on TCP and on the Unix socket, is the authenticated one
+ * of transport_handshake.c (LOOM_JOB_SECRET); every reply is MAC'd over
+ * its SHA-256. Everything taken from the wire is checked (rendezvous.c).
+ * Ranks retry until LOOM_BOOTSTRAP_TIMEOUT (default 120 s). Each rank
+ * listens for the TCP engine on the address its peers are told; the
+ * engine connects to a peer when it first has a message for it. */
 #include "boot/boot.h"
+#include "boot/rendezvous.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
-/* a rank's hello payload (rank and size travel in the handshake) */
-struct rv_hello {
-	int32_t pid;
-	uint16_t port, pad;
-	char node[64];
-};
+#define RV_GROUP_READ 5.0   /* seconds a group's entries may take after its hello */
 
-struct rv_entry {
-	uint32_t ip;
-	uint16_t port, pad;
-	int32_t pid;
-	char node[64];
-};
-
-/* rank 0's reply: the world's random bits, then the table */
-struct rv_head {
-	uint64_t nonce;
-	uint8_t shm_key[16];
+/* what the rendezvous knows of the job and has of the world */
+struct rv_job {
+	struct loom_boot *b;
+	const char *maddr;
+	int mport;
+	uint32_t mip;
+	double deadline, tmo;
+	int local_rank, local_size;     /* local_size 0: flat */
+	char sock[RV_NODE_NAME_LEN];    /* the node rendezvous' abstract name */
+	struct rv_entry me;
+	struct rv_head *reply;          /* the world's bits and table, once known */
+	size_t rlen;
 };
 
 static int env_int(const char *name, long lo, long hi, int *out)
@@ -60,160 +71,591 @@ static int env_int(const char *name, long lo, long hi, int *out)
 	return LOOM_SUCCESS;
 }
 
+static int alloc_reply(struct rv_job *j)
+{
+	j->rlen = sizeof(struct rv_head) + (size_t)j->b->size * sizeof(struct rv_entry);
+	j->reply = malloc(j->rlen);
+	return j->reply ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
+}
+
+/* ---- rank 0: take hellos on MASTER_PORT until every rank is in ---- */
+
 struct rank0 {
-	struct loom_boot *b;
-	struct loom_hs_peer *peers;   /* by rank; fd -1 until it came */
-	struct rv_entry *tab;
+	struct rv_job *j;
+	struct rv_table t;
+	struct loom_hs_peer *peers;     /* the connections to answer */
+	int npeers, leaders;
 };
+
+static int rank0_flat(struct rank0 *z, const struct loom_hs_peer *p, const struct rv_hello *h,
+		      char *why, size_t wlen)
+{
+	struct rv_entry e;
+	if (p->rank == 0) {
+		snprintf(why, wlen, "rank 0 is this process");
+		return -1;
+	}
+	memset(&e, 0, sizeof e);
+	e.ip = p->ip;
+	e.port = h->port;
+	e.pid = h->pid;
+	memcpy(e.node, h->node, sizeof e.node);
+	return rv_take(&z->t, p->rank, &e, why, wlen);
+}
+
+/* a node leader's entries follow its hello: read, match the digest, take */
+static int rank0_group(struct rank0 *z, const struct loom_hs_peer *p, const struct rv_hello *h,
+		       char *why, size_t wlen)
+{
+	double until = loom_now() + RV_GROUP_READ;
+	struct rv_ranked *g;
+	uint8_t d[32];
+	size_t len;
+	int rc = -1;
+	if (h->count > (uint32_t)(z->t.size - z->t.filled)) {
+		snprintf(why, wlen, "a group of %u ranks, and %d are missing", h->count, z->t.size - z->t.filled);
+		return -1;
+	}
+	len = (size_t)h->count * sizeof *g;
+	if (!(g = malloc(len))) {
+		snprintf(why, wlen, "out of memory");
+		return -1;
+	}
+	if (loom_fd_read_all(p->fd, g, len, until < z->j->deadline ? until : z->j->deadline))
+		snprintf(why, wlen, "its %u entries did not follow its hello", h->count);
+	else if (loom_sha256(g, len, d), memcmp(d, h->digest, sizeof d))
+		snprintf(why, wlen, "its entries do not match the digest in its hello");
+	else
+		rc = rv_take_group(&z->t, p->rank, g, h->count, why, wlen);
+	free(g);
+	return rc;
+}
 
 static int rank0_peer(void *arg, const struct loom_hs_peer *p)
 {
 	struct rank0 *z = arg;
-	struct loom_boot *b = z->b;
 	struct rv_hello h;
+	char why[160];
+	int rc;
+	memcpy(&h, p->payload, sizeof h);
+	h.node[63] = 0;
 	/* it holds the job's key: a real task of this job, so a wrong rank
 	 * or size is the job's misconfiguration, fatal, not an intruder */
-	if (p->size != b->size || p->rank <= 0 || p->rank >= b->size || z->peers[p->rank].fd >= 0) {
-		LOOM_ERR("bootstrap: a task says rank %d of WORLD_SIZE %d (mine: WORLD_SIZE %d)%s",
-			 p->rank, p->size, b->size,
-			 p->rank > 0 && p->rank < b->size && z->peers[p->rank].fd >= 0 ? ": rank given twice" : "");
+	if (h.count == RV_ABORT) {
+		LOOM_ERR("bootstrap: rendezvous at %s:%d: node %s: its LOCAL_RANK 0 (rank %d) gave up on its node's "
+			 "ranks; see its log", z->j->maddr, z->j->mport, h.node, p->rank);
 		return LOOM_ERR_BOOTSTRAP;
 	}
-	memcpy(&h, p->payload, sizeof h);
-	z->peers[p->rank] = *p;
-	z->tab[p->rank].ip = p->ip;
-	z->tab[p->rank].port = h.port;
-	z->tab[p->rank].pid = h.pid;
-	memcpy(z->tab[p->rank].node, h.node, 64);
-	z->tab[p->rank].node[63] = 0;
+	if (p->size != z->t.size) {
+		snprintf(why, sizeof why, "it says WORLD_SIZE %d (mine: %d)", p->size, z->t.size);
+		rc = -1;
+	} else
+		rc = h.count ? rank0_group(z, p, &h, why, sizeof why) : rank0_flat(z, p, &h, why, sizeof why);
+	if (rc) {
+		LOOM_ERR("bootstrap: rendezvous at %s:%d: %s from rank %d on %s: %s", z->j->maddr, z->j->mport,
+			 h.count ? "the group hello of a node's LOCAL_RANK 0" : "a hello", p->rank, h.node, why);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	z->peers[z->npeers++] = *p;
+	z->leaders += h.count > 0;
 	return 1;
 }
 
-static int rank0(struct loom_boot *b, int mport, uint32_t mip, uint16_t myport,
-		 struct rv_entry *tab, double deadline, const char *maddr)
+static int rank0_enough(void *arg)
 {
-	struct rank0 z = { b, NULL, tab };
-	char what[96];
-	struct loom_hs_cfg cfg = { b->key, LOOM_HS_RENDEZVOUS, sizeof(struct rv_hello), what, rank0_peer, &z };
-	size_t rlen = sizeof(struct rv_head) + (size_t)b->size * sizeof *tab;
-	struct rv_head *reply = NULL;
+	struct rank0 *z = arg;
+	return z->t.filled == z->t.size;
+}
+
+static int rank0_answer(struct rank0 *z)
+{
+	struct rv_job *j = z->j;
 	uint8_t digest[32];
-	int ls = -1, i, rc;
-	uint16_t got_port;
-	z.peers = calloc((size_t)b->size, sizeof *z.peers);
-	if (!z.peers)
-		return LOOM_ERR_NOMEM;
-	for (i = 0; i < b->size; i++)
-		z.peers[i].fd = -1;
-	snprintf(what, sizeof what, "MASTER_PORT %d", mport);
-	if ((rc = loom_boot_listen(mip, (uint16_t)mport, &ls, &got_port))) {
-		LOOM_ERR("bootstrap: rank 0 cannot listen on MASTER_ADDR:MASTER_PORT %s:%d", maddr, mport);
+	int i;
+	j->reply->nonce = j->b->nonce;
+	memcpy(j->reply->shm_key, j->b->shm_key, sizeof j->reply->shm_key);
+	memcpy(j->reply + 1, z->t.tab, (size_t)z->t.size * sizeof *z->t.tab);
+	loom_sha256(j->reply, j->rlen, digest);
+	for (i = 0; i < z->npeers; i++)
+		if (loom_hs_reply(j->b->key, &z->peers[i], j->reply, j->rlen, digest, j->deadline)) {
+			LOOM_ERR("bootstrap: cannot send the table to rank %d", z->peers[i].rank);
+			return LOOM_ERR_BOOTSTRAP;
+		}
+	return LOOM_SUCCESS;
+}
+
+/* own: rank 0's node (rank 0 alone when flat), ls: MASTER_PORT */
+static int rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_t nown)
+{
+	struct rank0 z;
+	char what[96], why[160];
+	struct loom_hs_cfg cfg = { j->b->key, LOOM_HS_RENDEZVOUS, sizeof(struct rv_hello), what, rank0_peer, &z, 0 };
+	double t0 = loom_now();
+	int rc, i;
+	memset(&z, 0, sizeof z);
+	z.j = j;
+	z.peers = calloc((size_t)j->b->size, sizeof *z.peers);
+	if (!z.peers || rv_table_init(&z.t, j->b->size) || alloc_reply(j)) {
+		rc = LOOM_ERR_NOMEM;
 		goto out;
 	}
-	tab[0].ip = mip;
-	tab[0].port = myport;
-	tab[0].pid = b->pid[0];
-	memcpy(tab[0].node, b->nodename[0], 64);
-	rc = loom_hs_accept(ls, &cfg, b->size - 1, deadline);
+	if (rv_take_group(&z.t, 0, own, nown, why, sizeof why)) {
+		LOOM_ERR("bootstrap: rank 0's own node: %s", why);
+		rc = LOOM_ERR_BOOTSTRAP;
+		goto out;
+	}
+	snprintf(what, sizeof what, "MASTER_PORT %d", j->mport);
+	rc = loom_hs_accept_until(ls, &cfg, rank0_enough, j->deadline);
 	if (rc == LOOM_ERR_TIMEOUT) {
-		char miss[256] = "";
-		size_t l = 0;
-		for (i = 1; i < b->size && l + 12 < sizeof miss; i++)
-			if (z.peers[i].fd < 0)
-				l += (size_t)snprintf(miss + l, sizeof miss - l, "%s%d", l ? "," : "", i);
-		LOOM_ERR("bootstrap: rendezvous at %s:%d: ranks %s never connected", maddr, mport, miss);
+		char miss[256];
+		rv_missing(&z.t, miss, sizeof miss);
+		LOOM_ERR("bootstrap: rendezvous at %s:%d: ranks %s never connected, themselves or through their "
+			 "node's LOCAL_RANK 0, within %.0f s (LOOM_BOOTSTRAP_TIMEOUT)", j->maddr, j->mport, miss, j->tmo);
 		rc = LOOM_ERR_BOOTSTRAP;
 	}
 	if (rc)
 		goto out;
-	reply = malloc(rlen);
-	if (!reply) {
-		rc = LOOM_ERR_NOMEM;
-		goto out;
-	}
-	reply->nonce = b->nonce;
-	memcpy(reply->shm_key, b->shm_key, sizeof reply->shm_key);
-	memcpy(reply + 1, tab, (size_t)b->size * sizeof *tab);
-	loom_sha256(reply, rlen, digest);
-	for (i = 1; i < b->size; i++) {
-		if (loom_hs_reply(b->key, &z.peers[i], reply, rlen, digest, deadline)) {
-			LOOM_ERR("bootstrap: cannot send the table to rank %d", i);
-			rc = LOOM_ERR_BOOTSTRAP;
-			goto out;
-		}
-	}
+	LOOM_INFO("bootstrap: rank 0 took %d ranks over %d connections (%d node leaders, %d single ranks) "
+		  "and %u of its own node, in %.3f s", z.t.size - (int)nown, z.npeers, z.leaders,
+		  z.npeers - z.leaders, nown, loom_now() - t0);
+	rc = rank0_answer(&z);
 out:
-	for (i = 0; i < b->size; i++)
-		if (z.peers[i].fd >= 0)
-			close(z.peers[i].fd);
+	for (i = 0; i < z.npeers; i++)
+		close(z.peers[i].fd);
 	free(z.peers);
-	free(reply);
-	if (ls >= 0)
-		close(ls);
+	rv_table_free(&z.t);
 	return rc;
 }
 
-/* rank > 0: reach rank 0, listen where it sees us, say who we are, get
- * the table */
-static int rank_n(struct loom_boot *b, int mport, uint32_t mip, struct rv_entry *tab,
-		  double deadline, double tmo, const char *maddr)
+/* ---- any other rank, or node leader: a hello to rank 0 ---- */
+
+static int dial_rank0(struct rv_job *j, struct loom_hs_peer *p)
 {
+	int rc = loom_hs_dial_tcp(j->mip, (uint16_t)j->mport, LOOM_HS_RENDEZVOUS, j->deadline, p);
+	if (rc)
+		LOOM_ERR("bootstrap: cannot reach MASTER_ADDR:MASTER_PORT %s:%d after %.0f s (LOOM_BOOTSTRAP_TIMEOUT)%s",
+			 j->maddr, j->mport, j->tmo, rc == LOOM_ERR_BOOTSTRAP ? ": what answers there is not loom" : "");
+	return rc ? LOOM_ERR_BOOTSTRAP : LOOM_SUCCESS;
+}
+
+/* the hello (and what follows it, a group's entries), then the table */
+static int hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hello *h,
+		       const void *follow, size_t flen)
+{
+	struct loom_boot *b = j->b;
+	int rc = alloc_reply(j);
+	if (!rc)
+		rc = loom_hs_hello(b->key, p, LOOM_HS_RENDEZVOUS, b->rank, b->size, h, sizeof *h, j->deadline);
+	if (!rc && flen && loom_fd_write_all(p->fd, follow, flen, j->deadline))
+		rc = LOOM_ERR_BOOTSTRAP;
+	if (!rc)
+		rc = loom_hs_read_reply(b->key, p, j->reply, j->rlen, j->deadline);
+	close(p->fd);
+	if (rc == LOOM_HS_FORGED)
+		LOOM_ERR("bootstrap: the process at MASTER_ADDR:MASTER_PORT %s:%d does not hold this job's secret: "
+			 "another program holds that port (or LOOM_JOB_SECRET differs between the ranks)",
+			 j->maddr, j->mport);
+	else if (rc)
+		LOOM_ERR("bootstrap: rendezvous at %s:%d failed: rank 0 refused us (LOOM_JOB_SECRET differs from "
+			 "rank 0's?) or gave up; see its log", j->maddr, j->mport);
+	return rc ? LOOM_ERR_BOOTSTRAP : LOOM_SUCCESS;
+}
+
+/* flat: reach rank 0, listen where it sees us, say who we are */
+static int rank_n(struct rv_job *j)
+{
+	struct loom_boot *b = j->b;
 	struct loom_hs_peer p;
 	struct sockaddr_in me;
 	socklen_t ml = sizeof me;
 	struct rv_hello h;
-	size_t rlen = sizeof(struct rv_head) + (size_t)b->size * sizeof *tab;
-	struct rv_head *reply = malloc(rlen);
 	uint16_t myport;
-	int rc;
-	if (!reply)
-		return LOOM_ERR_NOMEM;
-	rc = loom_hs_dial(mip, (uint16_t)mport, LOOM_HS_RENDEZVOUS, deadline, &p);
-	if (rc) {
-		LOOM_ERR("bootstrap: cannot reach MASTER_ADDR:MASTER_PORT %s:%d after %.0f s (LOOM_BOOTSTRAP_TIMEOUT)%s",
-			 maddr, mport, tmo, rc == LOOM_ERR_BOOTSTRAP ? ": what answers there is not loom" : "");
-		free(reply);
+	if (dial_rank0(j, &p))
 		return LOOM_ERR_BOOTSTRAP;
-	}
 	if (getsockname(p.fd, (struct sockaddr *)&me, &ml) ||
-	    (rc = loom_boot_listen(me.sin_addr.s_addr, 0, &b->listen_fd, &myport))) {
+	    loom_boot_listen(me.sin_addr.s_addr, 0, &b->listen_fd, &myport)) {
 		close(p.fd);
-		free(reply);
 		return LOOM_ERR_BOOTSTRAP;
 	}
 	memset(&h, 0, sizeof h);
 	h.pid = b->pid[b->rank];
 	h.port = myport;
 	memcpy(h.node, b->nodename[b->rank], 64);
-	rc = loom_hs_hello(b->key, &p, LOOM_HS_RENDEZVOUS, b->rank, b->size, &h, sizeof h, deadline);
+	return hello_rank0(j, &p, &h, NULL, 0);
+}
+
+/* ---- the node rendezvous ---- */
+
+static socklen_t node_addr(const struct rv_job *j, struct sockaddr_un *a)
+{
+	size_t n = strlen(j->sock);
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	/* abstract (sun_path[0] = 0): no file to clean up, gone with its process */
+	memcpy(a->sun_path + 1, j->sock, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+/* the process that holds the name, when it is not us */
+static void name_holder(const struct rv_job *j, char *out, size_t len)
+{
+	struct sockaddr_un a;
+	socklen_t al = node_addr(j, &a);
+	struct ucred cr;
+	socklen_t cl = sizeof cr;
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(out, len, "another process");
+	if (s >= 0 && !connect(s, (struct sockaddr *)&a, al) && !getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
+		snprintf(out, len, "process %d of uid %u", (int)cr.pid, (unsigned)cr.uid);
+	if (s >= 0)
+		close(s);
+}
+
+static int node_listen(const struct rv_job *j, int *fd)
+{
+	struct sockaddr_un a;
+	socklen_t al = node_addr(j, &a);
+	const char *node = j->me.node;
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return LOOM_ERR_SYSTEM;
+	if (bind(s, (struct sockaddr *)&a, al) || listen(s, 4096)) {
+		char who[80];
+		int e = errno;
+		close(s);
+		if (e == EADDRINUSE) {
+			name_holder(j, who, sizeof who);
+			LOOM_ERR("bootstrap: node %s: LOCAL_RANK 0 cannot listen on the node rendezvous @%s: %s holds "
+				 "the name (another process, not this job's)", node, j->sock, who);
+		} else
+			LOOM_ERR("bootstrap: node %s: LOCAL_RANK 0 cannot listen on @%s: %s", node, j->sock, strerror(e));
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	LOOM_INFO("bootstrap: node %s: LOCAL_RANK 0 listens on @%s for %d local ranks", node, j->sock,
+		  j->local_size - 1);
+	*fd = s;
+	return LOOM_SUCCESS;
+}
+
+struct node_group {
+	struct rv_job *j;
+	struct rv_ranked *g;            /* by local rank */
+	struct loom_hs_peer *peers;     /* by local rank; fd -1 until it came */
+};
+
+static int local_rank_taken(const struct node_group *n, int rank)
+{
+	int i;
+	for (i = 0; i < n->j->local_size; i++)
+		if ((i == 0 || n->peers[i].fd >= 0) && n->g[i].rank == rank)
+			return 1;
+	return 0;
+}
+
+static int local_peer(void *arg, const struct loom_hs_peer *p)
+{
+	struct node_group *n = arg;
+	struct rv_job *j = n->j;
+	struct rv_local_hello h;
+	int lr;
+	memcpy(&h, p->payload, sizeof h);
+	h.e.node[63] = 0;
+	lr = h.local_rank;
+	if (h.local_size != j->local_size) {
+		LOOM_ERR("bootstrap: node %s: LOCAL_WORLD_SIZE differs between the ranks of this node: rank %d "
+			 "(LOCAL_RANK %d) says %d, LOCAL_RANK 0 (rank %d) says %d", j->me.node, p->rank, lr,
+			 h.local_size, j->b->rank, j->local_size);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	if (p->size != j->b->size || p->rank < 0 || p->rank >= j->b->size || lr < 1 || lr >= j->local_size ||
+	    n->peers[lr].fd >= 0 || local_rank_taken(n, p->rank)) {
+		LOOM_ERR("bootstrap: node %s: a local rank says rank %d of WORLD_SIZE %d, LOCAL_RANK %d (mine: "
+			 "WORLD_SIZE %d, LOCAL_WORLD_SIZE %d)%s", j->me.node, p->rank, p->size, lr, j->b->size,
+			 j->local_size, lr >= 1 && lr < j->local_size && n->peers[lr].fd >= 0 ? ": LOCAL_RANK given twice"
+			 : local_rank_taken(n, p->rank) ? ": rank given twice" : "");
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	n->g[lr].rank = p->rank;
+	n->g[lr].e = h.e;
+	n->peers[lr] = *p;
+	return 1;
+}
+
+static void local_missing(const struct node_group *n, char *out, size_t len)
+{
+	size_t l = 0;
+	int i;
+	out[0] = 0;
+	for (i = 1; i < n->j->local_size && l + 16 < len; i++)
+		if (n->peers[i].fd < 0)
+			l += (size_t)snprintf(out + l, len - l, "%s%d", l ? "," : "", i);
+}
+
+/* a leader whose node failed tells rank 0, which ends the rendezvous for
+ * all: the other nodes fail now instead of at the deadline */
+static void abort_rank0(struct rv_job *j)
+{
+	struct loom_hs_peer p;
+	struct rv_hello h;
+	double until = loom_now() + 5;
+	if (loom_hs_dial_tcp(j->mip, (uint16_t)j->mport, LOOM_HS_RENDEZVOUS, until, &p))
+		return;
+	memset(&h, 0, sizeof h);
+	h.pid = j->me.pid;
+	memcpy(h.node, j->me.node, sizeof h.node);
+	h.count = RV_ABORT;
+	loom_hs_hello(j->b->key, &p, LOOM_HS_RENDEZVOUS, j->b->rank, j->b->size, &h, sizeof h, until);
+	close(p.fd);
+}
+
+/* gather the node's entries, send them up, pass the table down */
+static int node_leader(struct rv_job *j, int ls0)
+{
+	struct loom_boot *b = j->b;
+	struct node_group n = { j, NULL, NULL };
+	char what[160];
+	struct loom_hs_cfg cfg = { b->key, LOOM_HS_NODE, sizeof(struct rv_local_hello), what, local_peer, &n, 1 };
+	int L = j->local_size, ls = -1, rc, i;
+	uint8_t digest[32];
+	n.g = calloc((size_t)L, sizeof *n.g);
+	n.peers = calloc((size_t)L, sizeof *n.peers);
+	if (!n.g || !n.peers) {
+		rc = LOOM_ERR_NOMEM;
+		goto out;
+	}
+	for (i = 0; i < L; i++)
+		n.peers[i].fd = -1;
+	n.g[0].rank = b->rank;
+	n.g[0].e = j->me;
+	snprintf(what, sizeof what, "node %s rendezvous @%s", j->me.node, j->sock);
+	if ((rc = node_listen(j, &ls)) == LOOM_SUCCESS)
+		rc = loom_hs_accept(ls, &cfg, L - 1, j->deadline);
+	if (rc == LOOM_ERR_TIMEOUT) {
+		char miss[128];
+		local_missing(&n, miss, sizeof miss);
+		LOOM_ERR("bootstrap: node %s: LOCAL_RANK %s of LOCAL_WORLD_SIZE %d never reached LOCAL_RANK 0 on @%s "
+			 "within %.0f s (LOOM_BOOTSTRAP_TIMEOUT)", j->me.node, miss, L, j->sock, j->tmo);
+		rc = LOOM_ERR_BOOTSTRAP;
+	}
+	if (ls >= 0)
+		close(ls);
+	if (rc) {
+		if (b->rank != 0)
+			abort_rank0(j);
+		goto out;
+	}
+	if (b->rank == 0)
+		rc = rank0(j, ls0, n.g, (uint32_t)L);
+	else {
+		struct loom_hs_peer p;
+		struct rv_hello h;
+		memset(&h, 0, sizeof h);
+		h.pid = j->me.pid;
+		h.port = j->me.port;
+		memcpy(h.node, j->me.node, sizeof h.node);
+		h.count = (uint32_t)L;
+		loom_sha256(n.g, (size_t)L * sizeof *n.g, h.digest);
+		rc = dial_rank0(j, &p);
+		if (!rc)
+			rc = hello_rank0(j, &p, &h, n.g, (size_t)L * sizeof *n.g);
+	}
+	if (rc)
+		goto out;
+	loom_sha256(j->reply, j->rlen, digest);
+	for (i = 1; i < L && !rc; i++)
+		if (loom_hs_reply(b->key, &n.peers[i], j->reply, j->rlen, digest, j->deadline)) {
+			LOOM_ERR("bootstrap: node %s: cannot send the table to rank %d", j->me.node, n.peers[i].rank);
+			rc = LOOM_ERR_BOOTSTRAP;
+		}
+out:
+	for (i = 1; n.peers && i < L; i++)
+		if (n.peers[i].fd >= 0)
+			close(n.peers[i].fd);
+	free(n.g);
+	free(n.peers);
+	return rc;
+}
+
+/* a node's other ranks: their entry to LOCAL_RANK 0, the table back */
+static int node_member(struct rv_job *j)
+{
+	struct loom_boot *b = j->b;
+	struct sockaddr_un a;
+	socklen_t al = node_addr(j, &a);
+	struct loom_hs_peer p;
+	struct rv_local_hello h;
+	const char *node = j->me.node;
+	int rc = loom_hs_dial((struct sockaddr *)&a, al, LOOM_HS_NODE, j->deadline, &p);
+	if (rc == LOOM_HS_NOT_OURS) {
+		LOOM_ERR("bootstrap: node %s: the node rendezvous @%s is held by process %d of uid %d, not by this "
+			 "job's LOCAL_RANK 0: another process holds the name", node, j->sock, p.local_pid, p.local_uid);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	if (rc == LOOM_ERR_BOOTSTRAP) {
+		LOOM_ERR("bootstrap: node %s: what holds the node rendezvous @%s does not answer as loom: another "
+			 "process holds the name", node, j->sock);
+		return rc;
+	}
+	if (rc && p.local_pid) {
+		LOOM_ERR("bootstrap: node %s: process %d holds the node rendezvous @%s but sent no loom challenge "
+			 "within %.0f s (LOOM_BOOTSTRAP_TIMEOUT): another process holds the name, or LOCAL_RANK 0 "
+			 "is stuck", node, p.local_pid, j->sock, j->tmo);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	if (rc) {
+		LOOM_ERR("bootstrap: node %s: LOCAL_RANK 0 never listened on @%s within %.0f s "
+			 "(LOOM_BOOTSTRAP_TIMEOUT): did it start, with the same MASTER_ADDR:MASTER_PORT?",
+			 node, j->sock, j->tmo);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	memset(&h, 0, sizeof h);
+	h.local_rank = j->local_rank;
+	h.local_size = j->local_size;
+	h.e = j->me;
+	rc = alloc_reply(j);
 	if (!rc)
-		rc = loom_hs_read_reply(b->key, &p, reply, rlen, deadline);
+		rc = loom_hs_hello(b->key, &p, LOOM_HS_NODE, b->rank, b->size, &h, sizeof h, j->deadline);
+	if (!rc)
+		rc = loom_hs_read_reply(b->key, &p, j->reply, j->rlen, j->deadline);
 	close(p.fd);
 	if (rc == LOOM_HS_FORGED)
-		LOOM_ERR("bootstrap: the process at MASTER_ADDR:MASTER_PORT %s:%d does not hold this job's secret: "
-			 "another program holds that port (or LOOM_JOB_SECRET differs between the ranks)",
-			 maddr, mport);
+		LOOM_ERR("bootstrap: node %s: the process on the node rendezvous @%s does not hold this job's "
+			 "secret: another process holds the name (or LOOM_JOB_SECRET differs between the ranks)",
+			 node, j->sock);
 	else if (rc)
-		LOOM_ERR("bootstrap: rendezvous at %s:%d failed: rank 0 refused us (LOOM_JOB_SECRET differs from "
-			 "rank 0's?) or gave up; see its log", maddr, mport);
-	if (!rc) {
-		b->nonce = reply->nonce;
-		memcpy(b->shm_key, reply->shm_key, sizeof b->shm_key);
-		memcpy(tab, reply + 1, (size_t)b->size * sizeof *tab);
-	}
-	free(reply);
+		LOOM_ERR("bootstrap: node %s: LOCAL_RANK 0 on @%s refused us (LOOM_JOB_SECRET or LOCAL_WORLD_SIZE "
+			 "differs from its?) or gave up; see its log", node, j->sock);
 	return rc ? LOOM_ERR_BOOTSTRAP : LOOM_SUCCESS;
+}
+
+/* the address this host routes to MASTER_ADDR from: a UDP connect picks
+ * the route and source address and sends nothing */
+static int outward_ip(const struct rv_job *j, uint32_t *ip)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof a;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = j->mip;
+	a.sin_port = htons((uint16_t)j->mport);
+	if (s >= 0 && !connect(s, (struct sockaddr *)&a, sizeof a) && !getsockname(s, (struct sockaddr *)&a, &al))
+		rc = 0;
+	if (rc)
+		LOOM_ERR("bootstrap: no route to MASTER_ADDR %s: %s", j->maddr, strerror(errno));
+	if (s >= 0)
+		close(s);
+	*ip = a.sin_addr.s_addr;
+	return rc ? LOOM_ERR_BOOTSTRAP : LOOM_SUCCESS;
+}
+
+/* LOCAL_RANK / LOCAL_WORLD_SIZE, unless LOOM_BOOTSTRAP_TREE=0: the node
+ * rendezvous; local_size stays 0 (flat) without them or alone on a node */
+static int tree_mode(struct rv_job *j)
+{
+	const char *t = getenv("LOOM_BOOTSTRAP_TREE");
+	int rc;
+	j->local_size = 0;
+	if ((t && !strcmp(t, "0")) || !getenv("LOCAL_RANK") || !getenv("LOCAL_WORLD_SIZE"))
+		return LOOM_SUCCESS;
+	if ((rc = env_int("LOCAL_WORLD_SIZE", 1, j->b->size, &j->local_size)) ||
+	    (rc = env_int("LOCAL_RANK", 0, j->local_size - 1, &j->local_rank)))
+		return rc;
+	if (j->local_size == 1)
+		j->local_size = 0;
+	else if (j->b->rank == 0 && j->local_rank != 0) {
+		LOOM_ERR("bootstrap: rank 0 has LOCAL_RANK %d: the node rendezvous needs rank 0 to be its node's "
+			 "LOCAL_RANK 0 (LOOM_BOOTSTRAP_TREE=0: every rank to rank 0 directly)", j->local_rank);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	return LOOM_SUCCESS;
+}
+
+/* this rank's entry and engine socket, on the address that routes to MASTER_ADDR */
+static int tree_entry(struct rv_job *j)
+{
+	struct loom_boot *b = j->b;
+	uint32_t ip = j->mip;
+	uint16_t port = j->me.port;     /* rank 0's, already listening */
+	int rc;
+	if (b->rank != 0 && (rc = outward_ip(j, &ip)))
+		return rc;
+	if (b->listen_fd < 0 && (rc = loom_boot_listen(ip, 0, &b->listen_fd, &port)))
+		return rc;
+	memset(&j->me, 0, sizeof j->me);
+	j->me.ip = ip;
+	j->me.port = port;
+	j->me.pid = b->pid[b->rank];
+	memcpy(j->me.node, b->nodename[b->rank], sizeof j->me.node);
+	rv_node_socket_name(j->maddr, j->mport, j->me.node, j->sock);
+	return LOOM_SUCCESS;
+}
+
+static int resolve_master(struct rv_job *j)
+{
+	struct addrinfo hints, *ai = NULL;
+	int rc;
+	j->maddr = getenv("MASTER_ADDR");
+	if (!j->maddr || !*j->maddr) {
+		LOOM_ERR("bootstrap: MASTER_ADDR unset (RANK=%d WORLD_SIZE=%d)", j->b->rank, j->b->size);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	if ((rc = env_int("MASTER_PORT", 1, 65535, &j->mport)))
+		return rc;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(j->maddr, NULL, &hints, &ai) || !ai) {
+		LOOM_ERR("bootstrap: MASTER_ADDR=%s does not resolve", j->maddr);
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	j->mip = ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr;
+	freeaddrinfo(ai);
+	return LOOM_SUCCESS;
+}
+
+/* rank 0 binds MASTER_PORT first, so that early hellos wait in its backlog */
+static int rendezvous(struct rv_job *j)
+{
+	struct loom_boot *b = j->b;
+	int ls0 = -1, rc;
+	uint16_t got;
+	if (b->rank == 0) {
+		struct rv_ranked self;
+		if ((rc = loom_boot_fresh_ids(b)) || (rc = loom_boot_listen(j->mip, 0, &b->listen_fd, &j->me.port)))
+			return rc;
+		if ((rc = loom_boot_listen(j->mip, (uint16_t)j->mport, &ls0, &got))) {
+			LOOM_ERR("bootstrap: rank 0 cannot listen on MASTER_ADDR:MASTER_PORT %s:%d", j->maddr, j->mport);
+			return rc;
+		}
+		if (j->local_size)
+			rc = tree_entry(j) ? LOOM_ERR_BOOTSTRAP : node_leader(j, ls0);
+		else {
+			memset(&self, 0, sizeof self);
+			self.e.ip = j->mip;
+			self.e.port = j->me.port;
+			self.e.pid = b->pid[0];
+			memcpy(self.e.node, b->nodename[0], sizeof self.e.node);
+			rc = rank0(j, ls0, &self, 1);
+		}
+		close(ls0);
+		return rc;
+	}
+	if (!j->local_size)
+		return rank_n(j);
+	if ((rc = tree_entry(j)))
+		return rc;
+	return j->local_rank == 0 ? node_leader(j, -1) : node_member(j);
 }
 
 int loom_boot_env(struct loom_boot *b)
 {
-	const char *maddr;
-	int mport, rc, i;
-	uint16_t myport = 0;
-	double tmo = loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120), deadline;
-	struct addrinfo hints, *ai = NULL;
-	uint32_t mip;
-	struct rv_entry *tab = NULL;
+	struct rv_job j;
+	const struct rv_entry *tab;
+	int rc, i;
+	memset(&j, 0, sizeof j);
+	j.b = b;
+	j.tmo = loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120);
 	if ((rc = env_int("WORLD_SIZE", 1, 1 << 20, &b->size)))
 		return rc;
 	if ((rc = env_int("RANK", 0, b->size - 1, &b->rank))) {
@@ -234,35 +676,16 @@ int loom_boot_env(struct loom_boot *b)
 		LOOM_WARN("bootstrap: LOOM_JOB_SECRET is unset, so any process that reaches MASTER_PORT can join "
 			  "this job as a rank. loom.so sets it under srun; other launchers should give every rank "
 			  "the same random value, e.g. LOOM_JOB_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n')");
-	maddr = getenv("MASTER_ADDR");
-	if (!maddr || !*maddr) {
-		LOOM_ERR("bootstrap: MASTER_ADDR unset (RANK=%d WORLD_SIZE=%d)", b->rank, b->size);
-		return LOOM_ERR_BOOTSTRAP;
-	}
-	if ((rc = env_int("MASTER_PORT", 1, 65535, &mport)))
+	if ((rc = resolve_master(&j)) || (rc = tree_mode(&j)))
 		return rc;
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_INET;
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(maddr, NULL, &hints, &ai) || !ai) {
-		LOOM_ERR("bootstrap: MASTER_ADDR=%s does not resolve", maddr);
-		return LOOM_ERR_BOOTSTRAP;
-	}
-	mip = ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr;
-	freeaddrinfo(ai);
-	deadline = loom_now() + tmo;
-	tab = calloc((size_t)b->size, sizeof *tab);
-	if (!tab) {
-		rc = LOOM_ERR_NOMEM;
+	j.deadline = loom_now() + j.tmo;
+	if ((rc = rendezvous(&j)))
 		goto out;
+	if (b->rank != 0) {
+		b->nonce = j.reply->nonce;
+		memcpy(b->shm_key, j.reply->shm_key, sizeof b->shm_key);
 	}
-	if (b->rank == 0) {
-		/* rank 0's mesh port is on the address the others are told */
-		if ((rc = loom_boot_fresh_ids(b)) || (rc = loom_boot_listen(mip, 0, &b->listen_fd, &myport)) ||
-		    (rc = rank0(b, mport, mip, myport, tab, deadline, maddr)))
-			goto out;
-	} else if ((rc = rank_n(b, mport, mip, tab, deadline, tmo, maddr)))
-		goto out;
+	tab = (const struct rv_entry *)(j.reply + 1);
 	for (i = 0; i < b->size; i++) {
 		b->ip[i] = tab[i].ip;
 		b->port[i] = tab[i].port;
@@ -271,7 +694,7 @@ int loom_boot_env(struct loom_boot *b)
 		b->nodename[i][63] = 0;
 	}
 out:
-	free(tab);
+	free(j.reply);
 	if (rc) {
 		if (b->listen_fd >= 0)
 			close(b->listen_fd);

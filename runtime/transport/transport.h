@@ -8,6 +8,7 @@
 #include "util/util.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 
 struct loom_world;
 struct loom_comm;
@@ -17,12 +18,15 @@ struct loom_comm;
 #define LOOM_HS_MAX_PAYLOAD 128
 #define LOOM_HS_RENDEZVOUS 1u   /* kinds: what the connection is for */
 #define LOOM_HS_MESH 2u
+#define LOOM_HS_NODE 3u         /* a node's ranks meeting their leader (AF_UNIX) */
 #define LOOM_HS_FORGED 1        /* loom_hs_read_reply: the server lacks the key */
 #define LOOM_HS_DECLINE 2       /* on_peer: a real peer, closed without a word (a race's loser) */
 #define LOOM_HS_PENDING 64      /* connections an acceptor keeps in their hello at once */
+#define LOOM_HS_NOT_OURS 3      /* loom_hs_dial, AF_UNIX: another user's process holds the name */
 struct loom_hs_peer {
 	int fd, rank, size;
 	uint32_t ip;                    /* network order */
+	int local_pid, local_uid;       /* AF_UNIX: the other process (SO_PEERCRED) */
 	uint8_t srv_ch[LOOM_HS_CH], cli_ch[LOOM_HS_CH];
 	uint8_t payload[LOOM_HS_MAX_PAYLOAD];
 };
@@ -35,9 +39,14 @@ struct loom_hs_cfg {
 	 * dropped), < 0 a fatal status for the whole accept */
 	int (*on_peer)(void *arg, const struct loom_hs_peer *p);
 	void *arg;
+	int strict;                     /* a hello without the key is fatal, not dropped:
+					 * only the job's own user can reach the socket */
 };
-/* accept until `need` peers were taken: LOOM_ERR_TIMEOUT at deadline */
+/* accept until `need` peers were taken: LOOM_ERR_TIMEOUT at deadline;
+ * AF_UNIX listeners take only this user's processes (SO_PEERCRED) */
 int loom_hs_accept(int lfd, const struct loom_hs_cfg *cfg, int need, double deadline);
+/* the same until enough(cfg->arg) says every peer is in (its peers differ in worth) */
+int loom_hs_accept_until(int lfd, const struct loom_hs_cfg *cfg, int (*enough)(void *arg), double deadline);
 /* the same acceptor for a poll loop of one's own (cfg outlives it): _poll
  * fills pf with its pending connections (at most LOOM_HS_PENDING) and
  * lowers *wake to the earliest of their deadlines; _step then reads them,
@@ -54,8 +63,12 @@ int loom_hs_acceptor_step(struct loom_hs_acceptor *a, int lfd, int listen_ready,
 int loom_hs_reply(const uint8_t *key, const struct loom_hs_peer *p, const void *reply, size_t rlen,
 		  const uint8_t *digest, double deadline);
 /* client: connect (retrying until deadline) and read the challenge; send
- * the hello; read and check the reply */
-int loom_hs_dial(uint32_t ip, uint16_t port, uint32_t kind, double deadline, struct loom_hs_peer *p);
+ * the hello; read and check the reply. AF_INET or AF_UNIX; on AF_UNIX a
+ * listener of another user is LOOM_HS_NOT_OURS; p->local_pid/uid name the
+ * listener it reached, if any (also when it sent no challenge in time) */
+int loom_hs_dial(const struct sockaddr *to, socklen_t tolen, uint32_t kind, double deadline,
+		 struct loom_hs_peer *p);
+int loom_hs_dial_tcp(uint32_t ip, uint16_t port, uint32_t kind, double deadline, struct loom_hs_peer *p);
 int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int rank, int size,
 		  const void *payload, size_t plen, double deadline);
 int loom_hs_read_reply(const uint8_t *key, const struct loom_hs_peer *p, void *reply, size_t rlen,

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define HS_MAGIC 0x4c4d4832u   /* "LMH2" */
@@ -72,6 +73,8 @@ static void reply_mac(const uint8_t *key, const struct loom_hs_peer *p, const ui
 	memcpy(m + 8 + 2 * LOOM_HS_CH, digest, 32);
 	loom_hmac(key, m, sizeof m, mac);
 }
+
+static int local_peer_pid(int fd, uid_t *uid);
 
 static void set_blocking(int fd)
 {
@@ -141,6 +144,7 @@ struct pending {
 	double until;
 	uint32_t ip;
 	uint16_t port;
+	int local_pid;          /* AF_UNIX: the peer's pid (SO_PEERCRED), else 0 */
 	size_t got;
 	uint8_t ch[LOOM_HS_CH];
 	uint8_t buf[HS_MAX_MSG];
@@ -153,14 +157,25 @@ struct loom_hs_acceptor {
 	unsigned refused;
 };
 
+/* who a pending connection is, for log lines */
+static void peer_name(const struct pending *p, char *out, size_t len)
+{
+	char addr[INET_ADDRSTRLEN] = "?";
+	if (p->local_pid) {
+		snprintf(out, len, "local process %d", p->local_pid);
+		return;
+	}
+	inet_ntop(AF_INET, &p->ip, addr, sizeof addr);
+	snprintf(out, len, "%s:%u", addr, p->port);
+}
+
 static void refuse(struct loom_hs_acceptor *a, int i, const char *why)
 {
 	struct pending *p = &a->p[i];
-	char addr[INET_ADDRSTRLEN] = "?";
-	inet_ntop(AF_INET, &p->ip, addr, sizeof addr);
+	char who[48];
+	peer_name(p, who, sizeof who);
 	if (a->refused < HS_LOGGED)
-		LOOM_WARN("bootstrap: %s: refused a connection from %s:%u: %s", a->cfg->what, addr,
-			  p->port, why);
+		LOOM_WARN("bootstrap: %s: refused a connection from %s: %s", a->cfg->what, who, why);
 	else if (a->refused == HS_LOGGED)
 		LOOM_WARN("bootstrap: %s: more connections refused; not logging each", a->cfg->what);
 	a->refused++;
@@ -168,10 +183,34 @@ static void refuse(struct loom_hs_acceptor *a, int i, const char *why)
 	a->p[i] = a->p[--a->n];
 }
 
-static void admit(struct loom_hs_acceptor *a, int fd, const struct sockaddr_in *from)
+/* AF_UNIX: only this user's processes may take part (the name of an
+ * abstract socket is open to every process of the host); 0 if not one */
+static int local_peer_pid(int fd, uid_t *uid)
+{
+	struct ucred cr;
+	socklen_t l = sizeof cr;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l))
+		return 0;
+	*uid = cr.uid;
+	return cr.pid > 0 ? cr.pid : 1;
+}
+
+static void admit(struct loom_hs_acceptor *a, int fd, const struct sockaddr_storage *from)
 {
 	struct hs_challenge c;
 	struct pending *p;
+	int local_pid = 0;
+	uid_t uid = 0;
+	if (from->ss_family == AF_UNIX) {
+		local_pid = local_peer_pid(fd, &uid);
+		if (!local_pid || uid != geteuid()) {
+			if (a->refused++ < HS_LOGGED)
+				LOOM_WARN("bootstrap: %s: refused a connection from local process %d of uid %u: "
+					  "not this job's user", a->cfg->what, local_pid, (unsigned)uid);
+			close(fd);
+			return;
+		}
+	}
 	if (a->n == HS_PENDING) {
 		/* full of connections that sent nothing yet: the oldest goes;
 		 * a real rank's hello follows its connect at once */
@@ -184,8 +223,12 @@ static void admit(struct loom_hs_acceptor *a, int fd, const struct sockaddr_in *
 	p = &a->p[a->n];
 	memset(p, 0, offsetof(struct pending, buf));
 	p->fd = fd;
-	p->ip = from->sin_addr.s_addr;
-	p->port = ntohs(from->sin_port);
+	p->local_pid = local_pid;
+	if (from->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)from;
+		p->ip = in->sin_addr.s_addr;
+		p->port = ntohs(in->sin_port);
+	}
 	p->until = loom_now() + HS_PER_CONN;
 	c.magic = HS_MAGIC;
 	c.kind = a->cfg->kind;
@@ -203,6 +246,20 @@ static void admit(struct loom_hs_acceptor *a, int fd, const struct sockaddr_in *
 	a->n++;
 }
 
+/* a hello that failed its check: dropped, or under cfg->strict (only the
+ * job's own processes can reach the socket) the job's misconfiguration */
+static int refuse_hello(struct loom_hs_acceptor *a, int i, const char *why)
+{
+	char who[48];
+	if (!a->cfg->strict) {
+		refuse(a, i, why);
+		return 0;
+	}
+	peer_name(&a->p[i], who, sizeof who);
+	LOOM_ERR("bootstrap: %s: %s: %s", a->cfg->what, who, why);
+	return LOOM_ERR_BOOTSTRAP;
+}
+
 /* The whole hello is in: check it; 1 when the callback took the peer. */
 static int judge(struct loom_hs_acceptor *a, int i)
 {
@@ -214,20 +271,17 @@ static int judge(struct loom_hs_acceptor *a, int i)
 	size_t body = sizeof h + cfg->plen;
 	int rc;
 	memcpy(&h, p->buf, sizeof h);
-	if (h.magic != HS_MAGIC || h.kind != cfg->kind) {
-		refuse(a, i, "not a loom hello");
-		return 0;
-	}
+	if (h.magic != HS_MAGIC || h.kind != cfg->kind)
+		return refuse_hello(a, i, "not a loom hello");
 	hello_mac(cfg->key, p->ch, p->buf, body, mac);
-	if (!loom_mac_equal(mac, p->buf + body)) {
-		refuse(a, i, "it does not hold this job's secret (LOOM_JOB_SECRET)");
-		return 0;
-	}
+	if (!loom_mac_equal(mac, p->buf + body))
+		return refuse_hello(a, i, "it does not hold this job's secret (LOOM_JOB_SECRET)");
 	memset(&peer, 0, sizeof peer);
 	peer.fd = p->fd;
 	peer.rank = h.rank;
 	peer.size = h.size;
 	peer.ip = p->ip;
+	peer.local_pid = p->local_pid;
 	memcpy(peer.srv_ch, p->ch, LOOM_HS_CH);
 	memcpy(peer.cli_ch, h.ch, LOOM_HS_CH);
 	memcpy(peer.payload, p->buf + sizeof h, cfg->plen);
@@ -317,8 +371,8 @@ int loom_hs_acceptor_step(struct loom_hs_acceptor *a, int lfd, int listen_ready,
 			refuse(a, i, a->p[i].got ? "its hello is incomplete after 5 s"
 				   : "it sent no hello within 5 s");
 	if (listen_ready) {
-		for (;;) {
-			struct sockaddr_in from;
+		while (!a->cfg->strict || a->n < HS_PENDING) {
+			struct sockaddr_storage from;
 			socklen_t fl = sizeof from;
 			int s = accept4(lfd, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
 			if (s < 0)
@@ -329,7 +383,9 @@ int loom_hs_acceptor_step(struct loom_hs_acceptor *a, int lfd, int listen_ready,
 	return got;
 }
 
-int loom_hs_accept(int lfd, const struct loom_hs_cfg *cfg, int need, double deadline)
+/* accept until `need` peers were taken, or (enough != NULL) until it says so */
+static int accept_loop(int lfd, const struct loom_hs_cfg *cfg, int need, int (*enough)(void *arg),
+		       double deadline)
 {
 	struct loom_hs_acceptor *a = loom_hs_acceptor_new(cfg);
 	struct pollfd pf[1 + HS_PENDING];
@@ -340,23 +396,25 @@ int loom_hs_accept(int lfd, const struct loom_hs_cfg *cfg, int need, double dead
 	i = fcntl(lfd, F_GETFL);
 	if (i >= 0)
 		fcntl(lfd, F_SETFL, i | O_NONBLOCK);
-	while (got < need) {
+	while (enough ? !enough(cfg->arg) : got < need) {
 		double now = loom_now(), wake = now + 0.2;
 		int np;
 		if (now > deadline) {
 			rc = LOOM_ERR_TIMEOUT;
 			break;
 		}
-		pf[0].fd = lfd;
+		np = loom_hs_acceptor_poll(a, pf + 1, &wake);
+		/* trusted peers (strict) wait in the backlog, none evicted */
+		pf[0].fd = cfg->strict && np == HS_PENDING ? -1 : lfd;
 		pf[0].events = POLLIN;
 		pf[0].revents = 0;
-		np = loom_hs_acceptor_poll(a, pf + 1, &wake);
 		if (poll(pf, (nfds_t)(1 + np), wake > now ? (int)((wake - now) * 1000) + 1 : 0) < 0 &&
 		    errno != EINTR) {
 			rc = LOOM_ERR_SYSTEM;
 			break;
 		}
-		rc = loom_hs_acceptor_step(a, lfd, pf[0].revents & POLLIN, pf + 1, np, need - got);
+		/* with `enough`, each taken peer may be the last one needed */
+		rc = loom_hs_acceptor_step(a, lfd, pf[0].revents & POLLIN, pf + 1, np, enough ? 1 : need - got);
 		if (rc < 0)
 			break;
 		got += rc;
@@ -364,6 +422,16 @@ int loom_hs_accept(int lfd, const struct loom_hs_cfg *cfg, int need, double dead
 	}
 	loom_hs_acceptor_free(a);
 	return rc;
+}
+
+int loom_hs_accept(int lfd, const struct loom_hs_cfg *cfg, int need, double deadline)
+{
+	return accept_loop(lfd, cfg, need, NULL, deadline);
+}
+
+int loom_hs_accept_until(int lfd, const struct loom_hs_cfg *cfg, int (*enough)(void *arg), double deadline)
+{
+	return accept_loop(lfd, cfg, 0, enough, deadline);
 }
 
 int loom_hs_reply(const uint8_t *key, const struct loom_hs_peer *p, const void *reply, size_t rlen,
@@ -383,21 +451,33 @@ int loom_hs_reply(const uint8_t *key, const struct loom_hs_peer *p, const void *
 
 /* ---- client ---- */
 
-int loom_hs_dial(uint32_t ip, uint16_t port, uint32_t kind, double deadline, struct loom_hs_peer *p)
+/* AF_UNIX: is the process behind the name another user's? (named in p) */
+static int foreign_listener(int s, struct loom_hs_peer *p)
 {
-	struct sockaddr_in a;
-	memset(&a, 0, sizeof a);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = ip;
-	a.sin_port = htons(port);
+	uid_t uid = 0;
+	int pid = local_peer_pid(s, &uid);
+	p->local_pid = pid;
+	p->local_uid = (int)uid;
+	return !pid || uid != geteuid();
+}
+
+int loom_hs_dial(const struct sockaddr *to, socklen_t tolen, uint32_t kind, double deadline,
+		 struct loom_hs_peer *p)
+{
 	memset(p, 0, sizeof *p);
 	p->fd = -1;
+	if (to->sa_family == AF_INET)
+		p->ip = ((const struct sockaddr_in *)to)->sin_addr.s_addr;
 	for (;;) {
 		struct hs_challenge c;
-		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int s = socket(to->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (s < 0)
 			return LOOM_ERR_SYSTEM;
-		if (connect(s, (struct sockaddr *)&a, sizeof a) == 0) {
+		if (connect(s, to, tolen) == 0) {
+			if (to->sa_family == AF_UNIX && foreign_listener(s, p)) {
+				close(s);
+				return LOOM_HS_NOT_OURS;
+			}
 			nodelay(s);
 			/* the server may be busy for a while before it accepts */
 			if (loom_fd_read_all(s, &c, sizeof c, deadline) == 0) {
@@ -406,7 +486,6 @@ int loom_hs_dial(uint32_t ip, uint16_t port, uint32_t kind, double deadline, str
 					return LOOM_ERR_BOOTSTRAP;
 				}
 				p->fd = s;
-				p->ip = ip;
 				memcpy(p->srv_ch, c.ch, LOOM_HS_CH);
 				return LOOM_SUCCESS;
 			}
@@ -416,6 +495,16 @@ int loom_hs_dial(uint32_t ip, uint16_t port, uint32_t kind, double deadline, str
 			return LOOM_ERR_TIMEOUT;
 		usleep(100000);
 	}
+}
+
+int loom_hs_dial_tcp(uint32_t ip, uint16_t port, uint32_t kind, double deadline, struct loom_hs_peer *p)
+{
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = ip;
+	a.sin_port = htons(port);
+	return loom_hs_dial((const struct sockaddr *)&a, sizeof a, kind, deadline, p);
 }
 
 int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int rank, int size,

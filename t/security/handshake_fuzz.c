@@ -48,7 +48,7 @@ static int server_rc = 99;
 
 static void *server(void *arg)
 {
-	struct loom_hs_cfg cfg = { key, LOOM_HS_MESH, 8, "fuzz port", on_peer, NULL };
+	struct loom_hs_cfg cfg = { key, LOOM_HS_MESH, 8, "fuzz port", on_peer, NULL, 0 };
 	server_rc = loom_hs_accept(lfd, &cfg, 1, loom_now() + 120);
 	return NULL;
 }
@@ -103,7 +103,7 @@ static int attack(int i)
 		close(s);
 		return -1;
 	}
-	if (loom_hs_dial(htonl(INADDR_LOOPBACK), lport, LOOM_HS_MESH, loom_now() + 10, &p))
+	if (loom_hs_dial_tcp(htonl(INADDR_LOOPBACK), lport, LOOM_HS_MESH, loom_now() + 10, &p))
 		return -1;
 	switch (mode) {
 	case 2: { /* a truncated hello: magic, kind and part of the rest */
@@ -157,7 +157,7 @@ static int fake_server_round(int i, int *found_out)
 		_exit(0);
 	}
 	close(ls);
-	rc = loom_hs_dial(htonl(INADDR_LOOPBACK), port, LOOM_HS_MESH, loom_now() + 2, &p);
+	rc = loom_hs_dial_tcp(htonl(INADDR_LOOPBACK), port, LOOM_HS_MESH, loom_now() + 2, &p);
 	if (rc == 0) {
 		rc = loom_hs_hello(key, &p, LOOM_HS_MESH, 1, 2, &nonce, sizeof nonce, loom_now() + 2);
 		if (rc == 0)
@@ -197,7 +197,7 @@ int main(void)
 	}
 	ok(taken == 0, "%d hostile connections (%d still open): none taken", ROUNDS, nidle);
 	/* the real peer, while the idle ones are still open */
-	i = loom_hs_dial(htonl(INADDR_LOOPBACK), lport, LOOM_HS_MESH, loom_now() + 30, &p);
+	i = loom_hs_dial_tcp(htonl(INADDR_LOOPBACK), lport, LOOM_HS_MESH, loom_now() + 30, &p);
 	if (!i)
 		i = loom_hs_hello(key, &p, LOOM_HS_MESH, 1, 2, &nonce, sizeof nonce, loom_now() + 30);
 	if (!i)
