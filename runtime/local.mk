@@ -53,6 +53,10 @@ t_runtime_coll_check_LDADD = runtime/libloom.la -lm -lpthread
 check_PROGRAMS += t/runtime/scale-check
 t_runtime_scale_check_SOURCES = t/runtime/scale-check.c
 t_runtime_scale_check_LDADD = runtime/libloom.la
+# the node rendezvous' socket name, for the squatter of t2007
+check_PROGRAMS += t/runtime/node-socket-name
+t_runtime_node_socket_name_SOURCES = t/runtime/node-socket-name.c
+t_runtime_node_socket_name_LDADD = runtime/libloom_core.la
 EXTRA_DIST += t/runtime/lib.sh t/runtime/flight.sh
 dist_check_SCRIPTS += \
 	t/t2000-runtime-local.t \
@@ -61,4 +65,5 @@ dist_check_SCRIPTS += \
 	t/t2003-runtime-comm.t \
 	t/t2004-runtime-failures.t \
 	t/t2005-runtime-scale.t \
-	t/t2006-runtime-direct-reads.t
+	t/t2006-runtime-direct-reads.t \
+	t/t2007-runtime-bootstrap-tree.t

@@ -189,7 +189,7 @@ static int rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_t
 {
 	struct rank0 z;
 	char what[96], why[160];
-	struct loom_hs_cfg cfg = { j->b->key, LOOM_HS_RENDEZVOUS, sizeof(struct rv_hello), what, rank0_peer, &z, 0 };
+	struct loom_hs_cfg cfg = { j->b->key, LOOM_HS_RENDEZVOUS, sizeof(struct rv_hello), what, rank0_peer, &z, 0, NULL };
 	double t0 = loom_now();
 	int rc, i;
 	memset(&z, 0, sizeof z);
@@ -414,8 +414,9 @@ static int node_leader(struct rv_job *j, int ls0)
 	struct loom_boot *b = j->b;
 	struct node_group n = { j, NULL, NULL };
 	char what[160];
-	struct loom_hs_cfg cfg = { b->key, LOOM_HS_NODE, sizeof(struct rv_local_hello), what, local_peer, &n, 1 };
-	int L = j->local_size, ls = -1, rc, i;
+	int L = j->local_size, ls = -1, rc, i, taken, pending = 0;
+	struct loom_hs_cfg cfg = { b->key, LOOM_HS_NODE, sizeof(struct rv_local_hello), what, local_peer, &n, 1,
+				   &pending };
 	uint8_t digest[32];
 	n.g = calloc((size_t)L, sizeof *n.g);
 	n.peers = calloc((size_t)L, sizeof *n.peers);
@@ -437,13 +438,21 @@ static int node_leader(struct rv_job *j, int ls0)
 			 "within %.0f s (LOOM_BOOTSTRAP_TIMEOUT)", j->me.node, miss, L, j->sock, j->tmo);
 		rc = LOOM_ERR_BOOTSTRAP;
 	}
+	if (rc && b->rank != 0)
+		abort_rank0(j);
+	if (rc && ls >= 0) {
+		/* the local ranks still to come would wait for the deadline */
+		for (i = 1, taken = 0; i < L; i++)
+			taken += n.peers[i].fd >= 0;
+		for (i = 1; i < L; i++)
+			if (n.peers[i].fd >= 0)
+				close(n.peers[i].fd), n.peers[i].fd = -1;
+		loom_hs_give_up(ls, L - 1 - taken - pending, j->deadline);
+	}
 	if (ls >= 0)
 		close(ls);
-	if (rc) {
-		if (b->rank != 0)
-			abort_rank0(j);
+	if (rc)
 		goto out;
-	}
 	if (b->rank == 0)
 		rc = rank0(j, ls0, n.g, (uint32_t)L);
 	else {
@@ -486,6 +495,11 @@ static int node_member(struct rv_job *j)
 	struct rv_local_hello h;
 	const char *node = j->me.node;
 	int rc = loom_hs_dial((struct sockaddr *)&a, al, LOOM_HS_NODE, j->deadline, &p);
+	if (rc == LOOM_HS_GAVE_UP) {
+		LOOM_ERR("bootstrap: node %s: LOCAL_RANK 0 on @%s gave up on this node's ranks; see its log", node,
+			 j->sock);
+		return LOOM_ERR_BOOTSTRAP;
+	}
 	if (rc == LOOM_HS_NOT_OURS) {
 		LOOM_ERR("bootstrap: node %s: the node rendezvous @%s is held by process %d of uid %d, not by this "
 			 "job's LOCAL_RANK 0: another process holds the name", node, j->sock, p.local_pid, p.local_uid);

@@ -8,3 +8,9 @@ runtime_libloom_core_la_SOURCES += runtime/boot/bootstrap_pmix.c
 runtime_libloom_core_la_CFLAGS += $(PMIX_CFLAGS)
 runtime_libloom_core_la_LIBADD += $(PMIX_LIBS)
 endif
+
+# unit test of what the env rendezvous takes from the wire
+check_PROGRAMS += runtime/test/rendezvous
+runtime_test_rendezvous_SOURCES = runtime/test/rendezvous.c
+runtime_test_rendezvous_LDADD = runtime/libloom_core.la
+TESTS += runtime/test/rendezvous

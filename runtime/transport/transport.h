@@ -23,6 +23,7 @@ struct loom_comm;
 #define LOOM_HS_DECLINE 2       /* on_peer: a real peer, closed without a word (a race's loser) */
 #define LOOM_HS_PENDING 64      /* connections an acceptor keeps in their hello at once */
 #define LOOM_HS_NOT_OURS 3      /* loom_hs_dial, AF_UNIX: another user's process holds the name */
+#define LOOM_HS_GAVE_UP 4       /* loom_hs_dial: the server failed and says so (loom_hs_give_up) */
 struct loom_hs_peer {
 	int fd, rank, size;
 	uint32_t ip;                    /* network order */
@@ -41,6 +42,7 @@ struct loom_hs_cfg {
 	void *arg;
 	int strict;                     /* a hello without the key is fatal, not dropped:
 					 * only the job's own user can reach the socket */
+	int *left_pending;              /* if set: connections in their hello when the accept ended */
 };
 /* accept until `need` peers were taken: LOOM_ERR_TIMEOUT at deadline;
  * AF_UNIX listeners take only this user's processes (SO_PEERCRED) */
@@ -91,6 +93,9 @@ struct loom_hs_dialer {
 int loom_hs_dialer_start(struct loom_hs_dialer *d, uint32_t ip, uint16_t port);
 int loom_hs_dialer_step(struct loom_hs_dialer *d, const uint8_t *key, uint32_t kind, int rank,
 			int size, const void *payload, size_t plen);
+/* a server that failed answers the next `count` dialers (until deadline)
+ * with a challenge that says so, instead of leaving them to retry */
+void loom_hs_give_up(int lfd, int count, double deadline);
 int loom_fd_write_all(int fd, const void *buf, size_t len, double deadline);
 int loom_fd_read_all(int fd, void *buf, size_t len, double deadline);
 

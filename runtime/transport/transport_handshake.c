@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #define HS_MAGIC 0x4c4d4832u   /* "LMH2" */
+#define HS_GAVE_UP 0x47415645u /* a challenge's kind: "GAVE", the server failed */
 #define HS_PENDING LOOM_HS_PENDING
 #define HS_PER_CONN 5.0        /* seconds a connection may take for its hello */
 #define HS_LOGGED 8            /* refusals logged one by one, then counted */
@@ -420,8 +421,30 @@ static int accept_loop(int lfd, const struct loom_hs_cfg *cfg, int need, int (*e
 		got += rc;
 		rc = LOOM_SUCCESS;
 	}
+	if (cfg->left_pending)
+		*cfg->left_pending = a->n;
 	loom_hs_acceptor_free(a);
 	return rc;
+}
+
+void loom_hs_give_up(int lfd, int count, double deadline)
+{
+	struct hs_challenge c;
+	memset(&c, 0, sizeof c);
+	c.magic = HS_MAGIC;
+	c.kind = HS_GAVE_UP;
+	while (count > 0) {
+		struct pollfd pf = { lfd, POLLIN, 0 };
+		double left = deadline - loom_now();
+		int s;
+		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) <= 0)
+			return;
+		while (count > 0 && (s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+			send(s, &c, sizeof c, MSG_DONTWAIT | MSG_NOSIGNAL);
+			close(s);
+			count--;
+		}
+	}
 }
 
 int loom_hs_accept(int lfd, const struct loom_hs_cfg *cfg, int need, double deadline)
@@ -481,6 +504,10 @@ int loom_hs_dial(const struct sockaddr *to, socklen_t tolen, uint32_t kind, doub
 			nodelay(s);
 			/* the server may be busy for a while before it accepts */
 			if (loom_fd_read_all(s, &c, sizeof c, deadline) == 0) {
+				if (c.magic == HS_MAGIC && c.kind == HS_GAVE_UP) {
+					close(s);
+					return LOOM_HS_GAVE_UP;
+				}
 				if (c.magic != HS_MAGIC || c.kind != kind) {
 					close(s);
 					return LOOM_ERR_BOOTSTRAP;

@@ -48,7 +48,7 @@ static int server_rc = 99;
 
 static void *server(void *arg)
 {
-	struct loom_hs_cfg cfg = { key, LOOM_HS_MESH, 8, "fuzz port", on_peer, NULL, 0 };
+	struct loom_hs_cfg cfg = { key, LOOM_HS_MESH, 8, "fuzz port", on_peer, NULL, 0, NULL };
 	server_rc = loom_hs_accept(lfd, &cfg, 1, loom_now() + 120);
 	return NULL;
 }

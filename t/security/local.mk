@@ -9,7 +9,7 @@ t_security_shm_owner_LDADD = runtime/libloom_core.la
 t_security_handshake_fuzz_SOURCES = t/security/handshake_fuzz.c
 t_security_handshake_fuzz_CFLAGS = $(AM_CFLAGS) -pthread
 t_security_handshake_fuzz_LDADD = runtime/libloom_core.la
-EXTRA_DIST += t/security/flood.py
+EXTRA_DIST += t/security/flood.py t/security/squat.py
 
 dist_check_SCRIPTS += \
 	t/t7000-rendezvous-attacks.t \
