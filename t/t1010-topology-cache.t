@@ -61,7 +61,7 @@ refused() {
 	local path=$1 why=$2
 	cluster_plugstack "affinity=closest topology_cache=$path" &&
 	cp -P "$path" "$TEST_TMP/planted" 2>/dev/null || :
-	srun -N1 -n2 --loom-affinity=verbose,closest sh -c "grep Cpus_allowed_list /proc/self/status" \
+	srun -N1 -n2 -w n1 --loom-affinity=verbose,closest sh -c "grep Cpus_allowed_list /proc/self/status" \
 		>"$TEST_TMP/r.out" 2>"$TEST_TMP/r.err" && rc=0 || rc=$?
 	cat "$TEST_TMP/r.out" "$TEST_TMP/r.err"
 	test $rc = 0 &&

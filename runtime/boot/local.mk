@@ -1,7 +1,8 @@
 # runtime/boot/: forming the native world (PMIx, the environment
 # rendezvous, the TCP mesh) and its finalize
 runtime_libloom_core_la_SOURCES += runtime/boot/boot.h runtime/boot/bootstrap.c \
-	runtime/boot/bootstrap_env.c runtime/boot/rendezvous.h \
+	runtime/boot/bootstrap_env.h runtime/boot/bootstrap_env.c runtime/boot/bootstrap_node.c \
+	runtime/boot/rendezvous.h \
 	runtime/boot/rendezvous.c runtime/boot/world.c
 if HAVE_PMIX
 runtime_libloom_core_la_SOURCES += runtime/boot/bootstrap_pmix.c
