@@ -124,6 +124,6 @@ int loom_plan_reduce(int transport, int size, int nnodes, int local_size_max, si
 		     size_t count);
 int loom_plan_uses_hier(int transport, int size, int nnodes, int local_size_max);
 #define LOOM_SMALL_BYTES (32 * 1024)
-#define LOOM_DIRECT_BYTES (256 * 1024)  /* from here direct reads in a node */
+#define LOOM_DIRECT_BYTES (8 * 1024)  /* from here direct reads in a node */
 
 #endif

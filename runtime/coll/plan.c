@@ -19,6 +19,10 @@
  *    <= LOOM_FBOX_BYTES (4 KiB; alltoall and reduce_scatter post N blocks):
  *    fast boxes, for every collective. At 2..8 ranks the N*b term is
  *    a few cache lines, and a is the smallest there is.
+ *  - one node, from LOOM_DIRECT_BYTES (8 KiB) per rank buffer: direct
+ *    reads of the peers' buffers (coll_direct.c), where the kernel
+ *    allows them: a + b*g with a = three fast-box meetings and a few
+ *    system calls, and each byte copied once, not through ring slots.
  *  - across nodes with LOOM_TRANSPORT=auto and more than one rank on some
  *    node: hierarchical, because intra-node bytes are ~10x cheaper
  *    than TCP ones. Allreduce, when every node holds as many ranks (L):
