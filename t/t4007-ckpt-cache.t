@@ -33,8 +33,9 @@ restore() {
 	return $rc
 }
 
-test_expect_success 'three saves, LOOM_CKPT_FLUSH=2: each node cache holds step 3 (own + partner pieces), the shared directory step 2' '
-	LOOM_CKPT_FLUSH=2 srun --mpi=pmix -N2 -n4 "$DRIVE" save "$D" 1 cyclic 3 >"$TEST_TMP/s.out" 2>&1 &&
+test_expect_success 'three saves, LOOM_CKPT_FLUSH=2: each node cache holds step 3 (own + partner pieces), the shared directory step 2; three saves counted' '
+	LOOM_CKPT_FLUSH=2 LOOM_METRICS_FILE="$TEST_TMP/m-%r.prom" \
+		srun --mpi=pmix -N2 -n4 "$DRIVE" save "$D" 1 cyclic 3 >"$TEST_TMP/s.out" 2>&1 &&
 	cat "$TEST_TMP/s.out" &&
 	test $(grep -c "save step [123] ranks 4: success" "$TEST_TMP/s.out") = 3 &&
 	test "$(ls "$C/cache-n1")" = step-3 && test "$(ls "$C/cache-n2")" = step-3 &&
@@ -45,7 +46,12 @@ test_expect_success 'three saves, LOOM_CKPT_FLUSH=2: each node cache holds step 
 	grep -q "^own [1-9][0-9]* 1440200$" "$C/cache-n2/step-3/PIECES" &&
 	grep -q "^partner n1 0 [1-9]" "$C/cache-n2/step-3/PIECES" &&
 	cmp "$C/cache-n1/step-3/MANIFEST" "$C/cache-n2/step-3/MANIFEST" &&
-	test "$(stat -c %a "$C/cache-n1")" = 700
+	test "$(stat -c %a "$C/cache-n1")" = 700 &&
+	# three saves counted, the background flush of step 2 not again
+	for r in 0 1 2 3; do
+		test "$(python3 "$LOOM_SRC_DIR/t/lib/promtext.py" "$TEST_TMP/m-$r.prom" loom_checkpoints_total comm=world)" = 3 &&
+		! grep -q "^loom_checkpoints_total{.*comm=\"ckpt-writer\"} [1-9]" "$TEST_TMP/m-$r.prom" || return 1
+	done
 '
 test_expect_success 'a restart restores step 3 from the node caches, every value right (4 ranks, rows)' '
 	restore r1.out 4 rows &&

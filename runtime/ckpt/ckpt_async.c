@@ -29,8 +29,9 @@ static void *writer(void *arg)
 	bg->rc = LOOM_SUCCESS;
 	if (bg->what & CK_BG_CACHE)
 		bg->rc = ck_save_cached(&bg->h, bg->step, &shared);
-	/* a flush after a cached save: that one was counted */
-	bg->h.flush_only = (bg->what & CK_BG_CACHE) != 0;
+	/* with a cache, a shared save here is always the flush of a cached
+	 * save (in this thread or the caller's): that one was counted */
+	bg->h.flush_only = bg->h.cache != NULL;
 	if (bg->rc == LOOM_SUCCESS && (bg->what & CK_BG_SHARED) && !shared)
 		bg->rc = ck_save_now(&bg->h, bg->step);
 	bg->h.flush_only = 0;
