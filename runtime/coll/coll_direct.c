@@ -37,15 +37,15 @@ static int meet(struct loom_comm *c, struct loom_opctx *o, const void *addr, int
 	return loom_fbox_allgather(c, (const char *)&mine, (char *)all, sizeof mine, o);
 }
 
-static int read_peer(struct loom_comm *c, struct loom_opctx *o, int peer, void *dst,
-		     uint64_t src, size_t len)
+/* A peer read or write that failed. When the peer's buffer is gone,
+ * the peer left the operation, which it does only on a failure (a rank
+ * lost elsewhere, an abort, a timeout) that reaches this rank too, a
+ * moment later: report that cause, as the rings would, not the failed
+ * system call (t3004, peer-lost). */
+static int peer_io_failed(struct loom_comm *c, struct loom_opctx *o, int peer, int rc,
+			  const char *what)
 {
-	int rc = loom_shm_peer_read(c, c->local_idx[peer], dst, src, len);
 	if (rc == LOOM_ERR_SYSTEM) {
-		/* The peer's buffer is gone: it left the operation, which it does
-		 * only on a failure (a rank lost elsewhere, an abort, a timeout)
-		 * that reaches this rank too, a moment later. Report that cause,
-		 * as the rings would, not the failed read (t3004, peer-lost). */
 		double until = loom_now() + 2.0;
 		int f;
 		while (!(f = loom_x_comm_failed(c)) && loom_now() < until)
@@ -53,10 +53,23 @@ static int read_peer(struct loom_comm *c, struct loom_opctx *o, int peer, void *
 		if (f)
 			return f;
 	}
-	if (rc)
-		LOOM_ERR("comm %s: %s seq %llu: reading rank %d's buffer failed: %s", c->name,
-			 o->name, (unsigned long long)o->seq, peer, loom_strerror(rc));
+	LOOM_ERR("comm %s: %s seq %llu: %s rank %d's buffer failed: %s", c->name, o->name,
+		 (unsigned long long)o->seq, what, peer, loom_strerror(rc));
 	return rc;
+}
+
+static int read_peer(struct loom_comm *c, struct loom_opctx *o, int peer, void *dst,
+		     uint64_t src, size_t len)
+{
+	int rc = loom_shm_peer_read(c, c->local_idx[peer], dst, src, len);
+	return rc ? peer_io_failed(c, o, peer, rc, "reading") : LOOM_SUCCESS;
+}
+
+static int write_peer(struct loom_comm *c, struct loom_opctx *o, int peer, uint64_t dst,
+		      const void *src, size_t len)
+{
+	int rc = loom_shm_peer_write(c, c->local_idx[peer], dst, src, len);
+	return rc ? peer_io_failed(c, o, peer, rc, "writing into") : LOOM_SUCCESS;
 }
 
 /* Can every rank read every peer here? Asked once per communicator (all
@@ -119,10 +132,8 @@ static int reduce_mine_to(struct loom_comm *c, struct loom_opctx *o, const struc
 			if (!rc)
 				loom_reduce_local(o_, tmp, m, dt, op);
 		}
-		if (!rc && to >= 0 && (rc = loom_shm_peer_write(c, c->local_idx[to], to_addr + d * es,
-								o_, m * es)))
-			LOOM_ERR("comm %s: %s seq %llu: writing into rank %d's buffer failed: %s",
-				 c->name, o->name, (unsigned long long)o->seq, to, loom_strerror(rc));
+		if (!rc && to >= 0)
+			rc = write_peer(c, o, to, to_addr + d * es, o_, m * es);
 	}
 	return rc;
 }

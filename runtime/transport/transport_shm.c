@@ -292,45 +292,41 @@ int loom_shm_direct_allowed(void)
 	return !v || strcmp(v, "0") != 0;
 }
 
-/* Read len bytes at address src of local rank local_idx into dst: one
- * copy, by the kernel, allowed only between processes of the same user
- * (ptrace access rules). The pid is the one that rank wrote in the
- * segment, which only the job's user can open. */
-int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len)
+/* Move len bytes between local buffer mine and address theirs of local
+ * rank local_idx (write: into it): one copy, by the kernel, allowed only
+ * between processes of the same user (ptrace access rules). The pid is
+ * the one that rank wrote in the segment, which only the job's user can
+ * open. */
+static int peer_copy(struct loom_comm *c, int local_idx, char *mine, uint64_t theirs, size_t len,
+		     int write)
 {
 	pid_t pid = c->shm->bells[local_idx].pid;
 	while (len) {
-		struct iovec l = { dst, len }, r = { (void *)(uintptr_t)src, len };
-		ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+		struct iovec l = { mine, len }, r = { (void *)(uintptr_t)theirs, len };
+		ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+				  : process_vm_readv(pid, &l, 1, &r, 1, 0);
 		if (n <= 0) {
 			if (n < 0 && errno == EINTR)
 				continue;
 			return n < 0 && errno == ESRCH ? LOOM_ERR_PEER_LOST : LOOM_ERR_SYSTEM;
 		}
-		dst = (char *)dst + n;
-		src += (uint64_t)n;
+		mine += n;
+		theirs += (uint64_t)n;
 		len -= (size_t)n;
 	}
 	return LOOM_SUCCESS;
 }
 
+int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len)
+{
+	return peer_copy(c, local_idx, dst, src, len, 0);
+}
+
 int loom_shm_peer_write(struct loom_comm *c, int local_idx, uint64_t dst, const void *src,
 			size_t len)
 {
-	pid_t pid = c->shm->bells[local_idx].pid;
-	while (len) {
-		struct iovec l = { (void *)src, len }, r = { (void *)(uintptr_t)dst, len };
-		ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			return n < 0 && errno == ESRCH ? LOOM_ERR_PEER_LOST : LOOM_ERR_SYSTEM;
-		}
-		src = (const char *)src + n;
-		dst += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return LOOM_SUCCESS;
+	/* process_vm_writev only reads the local iovec */
+	return peer_copy(c, local_idx, (char *)(uintptr_t)src, dst, len, 1);
 }
 
 int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx)
