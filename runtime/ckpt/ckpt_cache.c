@@ -199,8 +199,6 @@ int ck_cache_check(loom_ckpt_t *ck)
 	return ck_agree(ck, rc);
 }
 
-
-
 /* Every aggregator's domain to the leader of the next node, window by
  * window, read back from its own cache files; the leader writes what it
  * receives into its own at the same offsets. Sizes come from the plan
@@ -312,13 +310,12 @@ static int write_pieces(loom_ckpt_t *ck, const ck_op_t *op, long long step, cons
 
 /* a node leader: PIECES, MANIFEST, then tmp becomes step-N in the cache
  * (a step-N already there is an older copy of that step: replaced) */
-static int cache_commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
-			const char *tmp)
+static int cache_commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *tmp)
 {
 	char fin[4200], name[64];
 	int rc;
 	if ((rc = write_pieces(ck, op, step, tmp)) ||
-	    (rc = ck_write_manifest(ck, op, step, chunk, tmp)))
+	    (rc = ck_write_manifest(ck, op, step, tmp)))
 		return rc;
 	snprintf(name, sizeof name, "step-%lld", step);
 	snprintf(fin, sizeof fin, "%s/%s", ck->cache, name);
@@ -336,16 +333,13 @@ int ck_cache_save(loom_ckpt_t *ck, long long step)
 	char tmp[4200] = "", tmpname[128];
 	int leader = ck_is_leader(ck), rc;
 	double t0 = ck_now_s(), t1;
-	uint64_t chunk;
 	ck_op_t op;
 	if ((rc = ck_table_check(ck)))
 		return rc;
-	chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
-				      (long)CKPT_CHUNK_MIN, (long)CKPT_CHUNK_MAX);
-	if ((rc = ck_save_plan(ck, &op, chunk)))
+	if ((rc = ck_save_plan(ck, &op)))
 		goto out;
 	op.independent = 0; /* a node's cache holds its aggregators' domains */
-	snprintf(tmpname, sizeof tmpname, ".tmp-step-%lld-%s", step, ck->job);
+	ck_tmp_name(ck, step, tmpname, sizeof tmpname);
 	snprintf(tmp, sizeof tmp, "%s/%s", ck->cache, tmpname);
 	/* the leader opens every file: partner pieces may land in any */
 	if ((rc = ck_save_files(ck, &op, ck->cache, tmpname, leader, leader && ck->partner)) ||
@@ -355,13 +349,13 @@ int ck_cache_save(loom_ckpt_t *ck, long long step)
 		goto out;
 	t1 = ck_now_s();
 	ck->st.data_s = t1 - t0;
-	rc = ck_agree(ck, leader ? cache_commit(ck, &op, step, chunk, tmp) : LOOM_SUCCESS);
+	rc = ck_agree(ck, leader ? cache_commit(ck, &op, step, tmp) : LOOM_SUCCESS);
 	ck->st.commit_s = ck_now_s() - t1;
 out:
 	ck->st.total_s = ck_now_s() - t0;
 	ck_op_stats(ck, &op);
 	ck->st.mode = LOOM_CKPT_TWO_PHASE;
-	if (rc == LOOM_SUCCESS && !ck->flush_only)
+	if (rc == LOOM_SUCCESS)
 		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
 	if (rc && leader && tmp[0])
 		ckpt_rmtree(ck->cache, tmpname);

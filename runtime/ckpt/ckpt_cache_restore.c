@@ -78,8 +78,10 @@ static int parse_pieces(const char *text, long long step, uint32_t mhash, int64_
 				*v = nv;
 			if (no)
 				c->origin = no;
-			if (!nv || !no)
+			if (!nv || !no) {
+				snprintf(why, whylen, "out of memory");
 				return -1;
+			}
 			*cap = nc;
 		}
 		int64_t *e = *v + (size_t)*n * EW;
@@ -98,14 +100,14 @@ static int parse_pieces(const char *text, long long step, uint32_t mhash, int64_
 }
 
 /* a leader's ranges: the newest CENSUS_STEPS committed steps in its cache */
-static int census_local(loom_ckpt_t *ck, census_t *c, int64_t **v, int *n)
+static void census_local(loom_ckpt_t *ck, census_t *c, int64_t **v, int *n)
 {
 	long long *steps = NULL;
 	int ns = 0, cap = 0;
 	*v = NULL;
 	*n = 0;
 	if (ckpt_list_steps(ck->cache, &steps, &ns) != LOOM_SUCCESS)
-		return LOOM_SUCCESS; /* an unreadable cache holds nothing */
+		return; /* an unreadable cache holds nothing */
 	for (int i = 0; i < ns && i < CENSUS_STEPS; i++) {
 		char sdir[4200], why[600], *pieces = NULL, *man = NULL;
 		size_t plen, mlen;
@@ -122,7 +124,6 @@ static int census_local(loom_ckpt_t *ck, census_t *c, int64_t **v, int *n)
 		free(man);
 	}
 	free(steps);
-	return LOOM_SUCCESS;
 }
 
 /* every leader's ranges on every rank */

@@ -102,14 +102,16 @@ int ck_save_cached(loom_ckpt_t *ck, long long step, int *shared);
  * files; the data on disk (fsynced) with every chunk's sum on every rank;
  * op's MANIFEST in dir (fsynced). All agreed but the last (rank 0's, or
  * each node leader's, own status). */
-int ck_save_plan(loom_ckpt_t *ck, ck_op_t *op, uint64_t chunk);
+int ck_save_plan(loom_ckpt_t *ck, ck_op_t *op);
+/* the temporary directory of step's save, in any tier (a crashed one's
+ * is pruned as .tmp-*) */
+void ck_tmp_name(const loom_ckpt_t *ck, long long step, char *out, size_t len);
 /* DIR/TMPNAME and its full-size files, made by the creator; each rank
  * opens those it writes, open_all ranks every one */
 int ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmpname,
 		  int creator, int open_all);
 int ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step);
-int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
-		      const char *dir);
+int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *dir);
 
 /* ---- ckpt_cache.c ---- */
 /* LOOM_CKPT_CACHE and its settings into ck (at open; a local status, the

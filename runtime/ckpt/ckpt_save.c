@@ -16,9 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* names, sizes and plan of the files */
-int ck_save_plan(loom_ckpt_t *ck, ck_op_t *op, uint64_t chunk)
+/* names, sizes and plan of the files, in chunks of LOOM_CKPT_CHUNK */
+int ck_save_plan(loom_ckpt_t *ck, ck_op_t *op)
 {
+	uint64_t chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
+					       (long)CKPT_CHUNK_MIN, (long)CKPT_CHUNK_MAX);
 	int rc = ck_op_alloc(ck, op, ckpt_sum_default());
 	for (int i = 0; i < ck->nt && !rc; i++) {
 		if (!(op->fnames[i] = malloc(24)))
@@ -52,6 +54,11 @@ static int save_mode(loom_ckpt_t *ck, ck_op_t *op)
 			rc = LOOM_ERR_NOMEM;
 	}
 	return ck_agree(ck, rc);
+}
+
+void ck_tmp_name(const loom_ckpt_t *ck, long long step, char *out, size_t len)
+{
+	snprintf(out, len, ".tmp-step-%lld-%s", step, ck->job);
 }
 
 /* the creator (rank 0; a node leader for the caches) makes the temporary
@@ -132,8 +139,7 @@ int ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 }
 
 /* tmp/MANIFEST, fsynced (rank 0; every node leader for the caches) */
-int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
-		      const char *tmp)
+int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *tmp)
 {
 	ckpt_manifest_t m;
 	char mf[4200];
@@ -141,7 +147,7 @@ int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64
 	memset(&m, 0, sizeof m);
 	m.step = step;
 	m.algo = op->sums.algo;
-	m.chunk = chunk;
+	m.chunk = op->p.chunk;
 	m.ntensors = ck->nt;
 	snprintf(m.writer, sizeof m.writer, "job=%s ranks=%d aggregators=%d mode=%s", ck->job,
 		 ck->size, op->p.naggr, op->independent ? "independent" : "two-phase");
@@ -298,10 +304,9 @@ static void sweep_start(loom_ckpt_t *ck)
 
 /* rank 0: manifest, rename, latest, prune (the old steps renamed; their
  * removal in the background after the agreement) */
-static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, uint64_t chunk,
-		  const char *tmp)
+static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *tmp)
 {
-	int rc = ck_write_manifest(ck, op, step, chunk, tmp);
+	int rc = ck_write_manifest(ck, op, step, tmp);
 	if (!rc)
 		rc = publish(ck, step, tmp);
 	if (!rc)
@@ -328,23 +333,20 @@ static int stop_committed(loom_ckpt_t *ck, long long step)
 int ck_save_now(loom_ckpt_t *ck, long long step)
 {
 	char tmp[4096] = "", tmpname[128];
-	uint64_t chunk;
 	ck_op_t op;
 	int rc;
 	double t0 = ck_now_s(), t1;
 	if ((rc = ck_table_check(ck)))
 		return rc;
-	chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
-				      (long)CKPT_CHUNK_MIN, (long)CKPT_CHUNK_MAX);
-	if ((rc = ck_save_plan(ck, &op, chunk)) || (rc = save_mode(ck, &op)))
+	if ((rc = ck_save_plan(ck, &op)) || (rc = save_mode(ck, &op)))
 		goto out;
-	snprintf(tmpname, sizeof tmpname, ".tmp-step-%lld-%s", step, ck->job);
+	ck_tmp_name(ck, step, tmpname, sizeof tmpname);
 	snprintf(tmp, sizeof tmp, "%s/%s", ck->dir, tmpname);
 	if ((rc = ck_save_files(ck, &op, ck->dir, tmpname, ck->rank == 0, 0)) || (rc = ck_save_data(ck, &op, step)))
 		goto out;
 	t1 = ck_now_s();
 	ck->st.data_s = t1 - t0;
-	rc = ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, chunk, tmp) : LOOM_SUCCESS);
+	rc = ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, tmp) : LOOM_SUCCESS);
 	if (rc == LOOM_SUCCESS && ck->stopped)
 		rc = stop_committed(ck, step);
 	ck->st.commit_s = ck_now_s() - t1;
@@ -387,7 +389,7 @@ int ck_save_cached(loom_ckpt_t *ck, long long step, int *shared)
 /* With a node cache: the save goes to the cache (in the background
  * when async), and every flush_every-th one on to the shared directory
  * in the background (from the staging copy; blocking when it does not
- * fit). 1: no cache here, save as usual. */
+ * fit). */
 static int save_cached(loom_ckpt_t *ck, long long step)
 {
 	int flush = ++ck->cached % ck->flush_every == 0, rc, shared;
