@@ -34,7 +34,8 @@ static void put(struct rv_table *t, int rank, const struct rv_entry *e)
 	t->filled++;
 }
 
-int rv_take(struct rv_table *t, int rank, const struct rv_entry *e, char *why, size_t wlen)
+/* rank is in range and not in the table yet: 0, else -1 with why */
+static int check_new(const struct rv_table *t, int rank, char *why, size_t wlen)
 {
 	if (rank < 0 || rank >= t->size) {
 		snprintf(why, wlen, "rank %d is not in 0..%d", rank, t->size - 1);
@@ -44,6 +45,13 @@ int rv_take(struct rv_table *t, int rank, const struct rv_entry *e, char *why, s
 		snprintf(why, wlen, "rank %d given twice", rank);
 		return -1;
 	}
+	return 0;
+}
+
+int rv_take(struct rv_table *t, int rank, const struct rv_entry *e, char *why, size_t wlen)
+{
+	if (check_new(t, rank, why, wlen))
+		return -1;
 	put(t, rank, e);
 	return 0;
 }
@@ -60,14 +68,8 @@ int rv_take_group(struct rv_table *t, int leader, const struct rv_ranked *g, uin
 	/* check all before taking any: a bad group leaves the table as it was */
 	for (i = 0; i < n; i++) {
 		int r = g[i].rank;
-		if (r < 0 || r >= t->size) {
-			snprintf(why, wlen, "rank %d is not in 0..%d", r, t->size - 1);
+		if (check_new(t, r, why, wlen))
 			return -1;
-		}
-		if (t->have[r]) {
-			snprintf(why, wlen, "rank %d given twice", r);
-			return -1;
-		}
 		for (j = 0; j < i; j++)
 			if (g[j].rank == r) {
 				snprintf(why, wlen, "rank %d given twice in one group", r);
