@@ -9,7 +9,9 @@
 # connections, too many for a 2-core host in a test); 256 ranks work under
 # `ulimit -n 256`; and at 64 and 128 ranks no rank holds more descriptors
 # than docs/scale.md's bound, 15 + 4 ceil(log2 N), after the collectives
-# whose peers are few. Descriptors are a resource count, not a timing.
+# whose peers are few, and no rank maps more shared memory than the bound
+# there, 4 + 4 ceil(log2 L) MiB for L ranks a node. Descriptors and
+# mappings are resource counts, not timings.
 # (The conformance quick matrix is not run at 256: its int8 and int32
 # sums overflow above 15 and 255 ranks by the design of its inputs.)
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
@@ -17,6 +19,17 @@
 test_need_cluster
 grep -q '^#define HAVE_PMIX 1' "$LOOM_BUILD_DIR/config.h" || skip_all "libloom built without PMIx"
 SC=$LOOM_BUILD_DIR/t/runtime/scale-check
+
+# shm_bound_kb N: docs/scale.md's bound on the shared memory one rank maps
+# (rings of 1 MiB made on first use, for the few in-node peers of the
+# algorithms, and the communicators' segments), 4 + 4 ceil(log2 L) MiB
+# for L = N/2 ranks a node (before, every ordered pair of a node had its
+# ring in the segment: L(L-1) MiB a communicator, 2 GiB at 64 ranks)
+shm_bound_kb() {
+	local l=0
+	while [ $((1 << l)) -lt $(($1 / 2)) ]; do l=$((l + 1)); done
+	echo $(((4 + 4 * l) * 1024))
+}
 
 # fd_bound N: docs/scale.md's bound on one rank's descriptors
 fd_bound() {
@@ -54,6 +67,11 @@ for n in 64 128; do
 		ranks_pass $n 'scale-check fds passed' t_srun --mpi=pmix -O -N2 -n$n \$SC fds $(fd_bound $n) &&
 		grep '^scale: $n ranks' \$TEST_TMP/o &&
 		no_error_line \$TEST_TMP/o
+	"
+	test_expect_success "$n ranks: no rank maps more than $(($(shm_bound_kb $n) / 1024)) MiB of shared memory (4 + 4 ceil(log2 $((n / 2))) MiB)" "
+		shm=\$(sed -n 's/^scale: $n ranks,.*shm mapped max \\([0-9]*\\) kB\$/\\1/p' \$TEST_TMP/o) &&
+		echo \"shm mapped max \$shm kB, bound $(shm_bound_kb $n) kB\" &&
+		test -n \"\$shm\" && test \$shm -gt 0 && test \$shm -le $(shm_bound_kb $n)
 	"
 done
 

@@ -1,9 +1,13 @@
 /* runtime/transport/transport_shm.c: the shared-memory transport between the ranks
  * of one communicator on one node. One POSIX shm segment per communicator
- * and node; in it a single-producer/single-consumer ring of NSLOT slots
- * for each ordered pair of local ranks, and one bell (futex word) per
- * local rank. A sender copies a chunk into a free slot and rings the
- * receiver's bell; a receiver copies the chunk out, or reduces straight
+ * and node holds one bell (futex word) per local rank, the fast boxes,
+ * and a ready word per ordered pair of local ranks. The single-producer/
+ * single-consumer ring of NSLOT slots from one rank to another is a
+ * segment of its own, made by the sender on its first send to that peer
+ * and mapped by the receiver once the pair's ready word says so: a rank
+ * maps only the rings its algorithms use (a few per rank, not the L(L-1)
+ * MiB of every pair; docs/scale.md). A sender copies a chunk into a free
+ * slot and rings the receiver's bell; a receiver copies the chunk out, or reduces straight
  * from the slot into its buffer (no extra copy), frees the slot and rings
  * the sender's bell. Both ranks of a ring step work at once, so both cores
  * reduce. Waiting is done by the caller (xfer.c): spin briefly, then
@@ -25,7 +29,10 @@
  * guess the next one; the local leader creates it with O_EXCL, mode 0600,
  * and the other local ranks open it only once it exists, after checking
  * with fstat that it is a 0600 file of their own user of the right size.
- * It is unlinked as soon as every local rank has mapped it. */
+ * It is unlinked as soon as every local rank has mapped it. A ring's
+ * segment is named the same way with its pair added, made by its sender
+ * alike (O_EXCL, 0600), checked alike by its receiver, and unlinked once
+ * the receiver has mapped it (else when its sender detaches). */
 #include "comm/comm.h"  /* the world and communicator tables, read as data */
 
 #include <errno.h>
@@ -89,25 +96,25 @@ struct loom_shm {
 	struct seg_hdr *hdr;
 	struct slot_bell *bells;
 	struct fbox_rank *fbox;
-	struct ring *rings;
+	_Atomic uint32_t *ready;  /* [from * nlocal + to]: ring from -> to exists */
+	struct ring **out, **in;  /* the rings I send on / receive on, mapped on first use */
+	struct loom_comm *c;      /* whose rings: for their names */
 	uint64_t fbox_last[2];  /* the operation that last wrote my box of each parity */
 	uint64_t fbox_seen_all; /* an operation every peer had posted: all done before it */
 	uint64_t fbox_seq;      /* fast-box uses so far: the same count on every rank */
 	int direct;             /* peers' memory readable (process_vm_readv): 0 unknown, 1, -1 */
 };
 
-static struct ring *ring_of(struct loom_shm *s, int from, int to)
-{
-	return &s->rings[from * s->nlocal + to];
-}
-
-static void segment_name(struct loom_comm *c, char out[6 + 32 + 1])
+/* the communicator's segment (from = to = -1) or the ring from -> to */
+static void segment_name(struct loom_comm *c, int32_t from, int32_t to, char out[6 + 32 + 1])
 {
 	/* bytes laid out by hand: a struct's padding would differ per rank */
-	uint8_t in[12], key[LOOM_KEY_LEN], mac[LOOM_MAC_LEN];
+	uint8_t in[20], key[LOOM_KEY_LEN], mac[LOOM_MAC_LEN];
 	int32_t node = c->w->node_of[c->w->rank];
 	memcpy(in, &c->ctx, 8);
 	memcpy(in + 8, &node, 4);
+	memcpy(in + 12, &from, 4);
+	memcpy(in + 16, &to, 4);
 	memcpy(key, c->w->shm_key, 16);
 	memcpy(key + 16, c->w->shm_key, 16);
 	loom_hmac(key, in, sizeof in, mac);
@@ -192,13 +199,19 @@ int loom_shm_attach(struct loom_comm *c)
 		return LOOM_ERR_NOMEM;
 	s->nlocal = nl;
 	s->size = sizeof(struct seg_hdr) + (size_t)nl * sizeof(struct slot_bell) +
-		  (size_t)nl * sizeof(struct fbox_rank) + (size_t)nl * (size_t)nl * sizeof(struct ring);
-	segment_name(c, s->name);
-	fd = c->local_rank == 0 ? loom_shm_segment_create(s->name, s->size)
-				: loom_shm_segment_open(s->name, s->size, loom_now() + wait);
+		  (size_t)nl * sizeof(struct fbox_rank) + (size_t)nl * (size_t)nl * sizeof(uint32_t);
+	s->out = calloc((size_t)nl, sizeof *s->out);
+	s->in = calloc((size_t)nl, sizeof *s->in);
+	s->c = c;
+	segment_name(c, -1, -1, s->name);
+	fd = !s->out || !s->in ? -2
+	     : c->local_rank == 0 ? loom_shm_segment_create(s->name, s->size)
+				  : loom_shm_segment_open(s->name, s->size, loom_now() + wait);
 	if (fd < 0) {
+		free(s->out);
+		free(s->in);
 		free(s);
-		return LOOM_ERR_SYSTEM;
+		return fd == -2 ? LOOM_ERR_NOMEM : LOOM_ERR_SYSTEM;
 	}
 	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
@@ -206,13 +219,15 @@ int loom_shm_attach(struct loom_comm *c)
 		LOOM_ERR("mmap of %s: %s", s->name, strerror(errno));
 		if (c->local_rank == 0)
 			shm_unlink(s->name);
+		free(s->out);
+		free(s->in);
 		free(s);
 		return LOOM_ERR_SYSTEM;
 	}
 	s->hdr = s->base;
 	s->bells = (struct slot_bell *)(s->hdr + 1);
 	s->fbox = (struct fbox_rank *)(s->bells + nl);
-	s->rings = (struct ring *)(s->fbox + nl);
+	s->ready = (_Atomic uint32_t *)(s->fbox + nl);
 	s->bells[c->local_rank].pid = (int32_t)getpid();
 	n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
 	if (n == (uint32_t)nl)
@@ -225,12 +240,67 @@ int loom_shm_attach(struct loom_comm *c)
 void loom_shm_detach(struct loom_comm *c)
 {
 	struct loom_shm *s = c->shm;
+	int i, me = c->local_rank;
 	if (!s)
 		return;
 	shm_unlink(s->name); /* in case a rank never came: ENOENT otherwise */
+	for (i = 0; i < s->nlocal; i++) {
+		if (s->out[i]) {
+			char name[96];
+			segment_name(c, me, i, name);
+			shm_unlink(name);  /* in case its receiver never mapped it */
+			munmap(s->out[i], sizeof(struct ring));
+		}
+		if (s->in[i])
+			munmap(s->in[i], sizeof(struct ring));
+	}
 	munmap(s->base, s->size);
+	free(s->out);
+	free(s->in);
 	free(s);
 	c->shm = NULL;
+}
+
+/* The ring from -> to, mapped here: made (mine = 1, I am its sender) or
+ * opened once its ready word is set (mine = 0). NULL with *rc = 0: not
+ * made yet (the sender rings my bell when it is); *rc < 0: an error. */
+static struct ring *ring_map(struct loom_shm *s, int from, int to, int mine, int *rc)
+{
+	struct ring **slot = mine ? &s->out[to] : &s->in[from];
+	_Atomic uint32_t *ready = &s->ready[from * s->nlocal + to];
+	char name[96];
+	void *p;
+	int fd;
+	*rc = 0;
+	if (*slot)
+		return *slot;
+	if (!mine && !atomic_load_explicit(ready, memory_order_acquire))
+		return NULL;
+	segment_name(s->c, from, to, name);
+	fd = mine ? loom_shm_segment_create(name, sizeof(struct ring))
+		  : loom_shm_segment_open(name, sizeof(struct ring), 0);
+	if (fd < 0) {
+		*rc = LOOM_ERR_SYSTEM;
+		return NULL;
+	}
+	p = mmap(NULL, sizeof(struct ring), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		LOOM_ERR("mmap of %s (ring %d -> %d of comm %s): %s", name, from, to, s->c->name,
+			 strerror(errno));
+		if (mine)
+			shm_unlink(name);
+		*rc = LOOM_ERR_SYSTEM;
+		return NULL;
+	}
+	if (mine) {
+		atomic_store_explicit(ready, 1, memory_order_release);
+		loom_bell_ring(&s->bells[to].bell);
+	} else {
+		shm_unlink(name);  /* both ends hold it now */
+	}
+	*slot = p;
+	return p;
 }
 
 struct loom_bell *loom_shm_bell(struct loom_comm *c)
@@ -385,9 +455,11 @@ void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all)
 int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 {
 	struct loom_shm *s = c->shm;
-	int me = c->local_rank, pl = c->local_idx[x->peer], moved = 0;
+	int me = c->local_rank, pl = c->local_idx[x->peer], moved = 0, rc;
 	if (x->kind == XSEND) {
-		struct ring *r = ring_of(s, me, pl);
+		struct ring *r = ring_map(s, me, pl, 1, &rc);
+		if (!r)
+			return rc;
 		while (!(x->segdone > 0 && x->off == x->len)) {
 			uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
 			uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
@@ -409,7 +481,9 @@ int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 			moved = 1;
 		}
 	} else {
-		struct ring *r = ring_of(s, pl, me);
+		struct ring *r = ring_map(s, pl, me, 0, &rc);
+		if (!r)
+			return rc;
 		size_t es = x->kind == XRECV_REDUCE ? loom_dtype_size(x->dt) : 1;
 		while (!(x->segdone > 0 && x->off == x->len)) {
 			uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
