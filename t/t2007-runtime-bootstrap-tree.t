@@ -5,7 +5,8 @@
 # abstract Unix socket and rank 0 takes one connection per other node
 # (its LOOM_DEBUG=info line says how many, of which kind); the flat hello
 # still works (LOOM_BOOTSTRAP_TREE=0, no LOCAL_RANK) and mixes with the
-# groups; a local rank with another LOOM_JOB_SECRET, and a process of
+# groups; rank 0 sends the table over 4 connections only, the rest take
+# it down a 4-ary tree of its connections (three levels at 63); a local rank with another LOOM_JOB_SECRET, and a process of
 # another user on the node's socket name, make the step fail at once,
 # named, instead of at LOOM_BOOTSTRAP_TIMEOUT (100 s here; "at once" is
 # under 40 s, however loaded the host).
@@ -43,9 +44,23 @@ for n in 16 64; do
 	"
 done
 
-test_expect_success 'LOOM_BOOTSTRAP_TREE=0: every rank says hello to rank 0 itself (flat)' '
+# fanned N DIRECT CONNS: rank 0 sent the N-entry table itself over DIRECT
+# of its CONNS connections, the others took it down the tree
+fanned() {
+	grep "rank 0 sent the $1-entry table over $2 of its $3 connections; the others take it down a tree of fan-out 4" "$TEST_TMP/o" ||
+		{ grep "rank 0 sent" "$TEST_TMP/o"; echo "expected: $1-entry table over $2 of $3"; return 1; }
+}
+
+test_expect_success 'LOOM_BOOTSTRAP_TREE=0: every rank says hello to rank 0 itself (flat); rank 0 sends the table 4 times, not 15' '
 	LOOM_BOOTSTRAP_TREE=0 LOOM_DEBUG=info ranks_pass 16 "scale-check init passed" t_srun -O -N2 -n16 $SC init &&
-	took 15 15 0 15 && ! grep -q "listens on @loom-node-" "$TEST_TMP/o"
+	took 15 15 0 15 && fanned 16 4 15 && ! grep -q "listens on @loom-node-" "$TEST_TMP/o"
+'
+
+# 63 connections in a 4-ary tree: depth 3 (4 + 16 + 43); every rank must
+# get the same right table for the allreduce across both nodes to pass
+test_expect_success 'flat at 64 ranks: the table goes down three levels of the fan-out, every rank gets it' '
+	LOOM_BOOTSTRAP_TREE=0 LOOM_DEBUG=info ranks_pass 64 "scale-check init passed" t_srun -O -N2 -n64 $SC init &&
+	took 63 63 0 63 && fanned 64 4 63 && ! grep -E "error|does not match" "$TEST_TMP/o"
 '
 
 test_expect_success 'without LOCAL_RANK (env -u): flat' '

@@ -10,9 +10,11 @@
  * Each leader then dials rank 0 once with a group hello that carries the
  * count and SHA-256 of its node's entries, which follow on the same
  * connection; rank 0, its own node's leader, takes groups until it holds
- * every rank. The table goes back to each leader and from it to its
- * node's ranks: rank 0 takes one connection per other node, not one per
- * rank. Without LOCAL_RANK / LOCAL_WORLD_SIZE, or with
+ * every rank. Rank 0 answers each connection with a route and sends the
+ * table over RV_FANOUT of them; the others take it from their parent in
+ * a tree of rank 0's connections (rendezvous.h), and each leader hands it
+ * to its node's ranks: rank 0 takes one connection per other node, not
+ * one per rank, and sends the table RV_FANOUT times. Without LOCAL_RANK / LOCAL_WORLD_SIZE, or with
  * LOOM_BOOTSTRAP_TREE=0, a rank says hello to rank 0 alone (a group of
  * one; rank 0 records the address it came from), and both kinds mix.
  *
@@ -151,20 +153,39 @@ static int rank0_enough(void *arg)
 	return z->t.filled == z->t.size;
 }
 
+/* every connection its route, then the table to rank 0's own children
+ * in the fan-out (rendezvous.h); the others get it down the tree */
 static int rank0_answer(struct rank0 *z)
 {
 	struct rv_job *j = z->j;
+	struct rv_route r;
 	uint8_t digest[32];
-	int i;
+	int i, parent, direct = 0;
 	j->reply->nonce = j->b->nonce;
 	memcpy(j->reply->shm_key, j->b->shm_key, sizeof j->reply->shm_key);
 	memcpy(j->reply + 1, z->t.tab, (size_t)z->t.size * sizeof *z->t.tab);
 	loom_sha256(j->reply, j->rlen, digest);
-	for (i = 0; i < z->npeers; i++)
-		if (loom_hs_reply(j->b->key, &z->peers[i], j->reply, j->rlen, digest, j->deadline)) {
+	for (i = 0; i < z->npeers; i++) {
+		memset(&r, 0, sizeof r);
+		memcpy(r.digest, digest, sizeof digest);
+		rv_tree_place(i, z->npeers, RV_FANOUT, &parent, &r.children);
+		r.parent = -1;
+		if (parent >= 0) {
+			struct rv_hello ph;
+			memcpy(&ph, z->peers[parent].payload, sizeof ph);
+			r.parent = z->peers[parent].rank;
+			r.parent_ip = z->peers[parent].ip;
+			r.parent_port = ph.tport;
+		}
+		if (loom_hs_reply(j->b->key, &z->peers[i], &r, sizeof r, NULL, j->deadline) ||
+		    (parent < 0 && loom_hs_reply(j->b->key, &z->peers[i], j->reply, j->rlen, digest, j->deadline))) {
 			LOOM_ERR("bootstrap: cannot send the table to rank %d", z->peers[i].rank);
 			return LOOM_ERR_BOOTSTRAP;
 		}
+		direct += parent < 0;
+	}
+	LOOM_INFO("bootstrap: rank 0 sent the %d-entry table over %d of its %d connections; the others take it "
+		  "down a tree of fan-out %d", z->t.size, direct, z->npeers, RV_FANOUT);
 	return LOOM_SUCCESS;
 }
 
@@ -222,17 +243,96 @@ int rv_dial_rank0(struct rv_job *j, struct loom_hs_peer *p)
 	return rc ? LOOM_ERR_BOOTSTRAP : LOOM_SUCCESS;
 }
 
-/* the hello (and what follows it, a group's entries), then the table */
-int rv_hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hello *h,
-		       const void *follow, size_t flen)
+/* the children in the fan-out that came to the tree socket */
+struct tree_kids {
+	int size, n;                    /* the world's size; children taken */
+	struct loom_hs_peer *p;
+};
+
+/* a tree hello: it proved the key, so it is a rank of this job */
+static int tree_child(void *arg, const struct loom_hs_peer *p)
+{
+	struct tree_kids *k = arg;
+	if (p->size != k->size)
+		return 0;
+	k->p[k->n++] = *p;
+	return 1;
+}
+
+/* the table to the n children that dial the tree socket ts */
+static int table_to_children(struct rv_job *j, int ts, int n, const uint8_t *digest)
 {
 	struct loom_boot *b = j->b;
-	int rc = rv_alloc_reply(j);
+	struct tree_kids k = { b->size, 0, calloc((size_t)n, sizeof(struct loom_hs_peer)) };
+	struct loom_hs_cfg cfg = { b->key, LOOM_HS_TREE, 0, "the bootstrap tree socket", tree_child, &k, 0, NULL };
+	int rc, i;
+	if (!k.p)
+		return LOOM_ERR_NOMEM;
+	rc = loom_hs_accept(ts, &cfg, n, j->deadline);
+	if (rc)
+		LOOM_ERR("bootstrap: rank %d: %d of its %d children in the table's fan-out came for it within %.0f s "
+			 "(LOOM_BOOTSTRAP_TIMEOUT)", b->rank, k.n, n, j->tmo);
+	for (i = 0; i < k.n; i++) {
+		if (!rc && loom_hs_reply(b->key, &k.p[i], j->reply, j->rlen, digest, j->deadline)) {
+			LOOM_ERR("bootstrap: rank %d: cannot send the table to rank %d", b->rank, k.p[i].rank);
+			rc = LOOM_ERR_BOOTSTRAP;
+		}
+		close(k.p[i].fd);
+	}
+	free(k.p);
+	return rc;
+}
+
+/* the table from this rank's parent in the fan-out, on its tree socket */
+static int table_from_parent(struct rv_job *j, const struct rv_route *r)
+{
+	struct loom_boot *b = j->b;
+	struct loom_hs_peer p;
+	struct in_addr a = { r->parent_ip };
+	int rc = loom_hs_dial_tcp(r->parent_ip, r->parent_port, LOOM_HS_TREE, j->deadline, &p);
 	if (!rc)
-		rc = loom_hs_hello(b->key, p, LOOM_HS_RENDEZVOUS, b->rank, b->size, h, sizeof *h, j->deadline);
+		rc = loom_hs_hello(b->key, &p, LOOM_HS_TREE, b->rank, b->size, NULL, 0, j->deadline);
+	if (!rc)
+		rc = loom_hs_read_reply(b->key, &p, j->reply, j->rlen, j->deadline);
+	if (p.fd >= 0)
+		close(p.fd);
+	if (rc == LOOM_HS_GAVE_UP)
+		LOOM_ERR("bootstrap: rank %d, this rank's parent in the table's fan-out, gave up; see its log", r->parent);
+	else if (rc)
+		LOOM_ERR("bootstrap: no table from rank %d at %s:%u, this rank's parent in the table's fan-out, within "
+			 "%.0f s (LOOM_BOOTSTRAP_TIMEOUT): see its log", r->parent, inet_ntoa(a), r->parent_port, j->tmo);
+	return rc ? LOOM_ERR_BOOTSTRAP : LOOM_SUCCESS;
+}
+
+/* The hello (and what follows it, a group's entries), then the route and
+ * the table, from rank 0 or from this rank's parent in the fan-out; then
+ * the table to this rank's own children there. The tree socket listens
+ * where rank 0 sees us, before the hello that names it. */
+int rv_hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hello *hello,
+		   const void *follow, size_t flen)
+{
+	struct loom_boot *b = j->b;
+	struct rv_hello h = *hello;
+	struct rv_route r;
+	struct sockaddr_in me;
+	socklen_t ml = sizeof me;
+	uint8_t d[32];
+	int ts = -1, rc = rv_alloc_reply(j);
+	memset(&r, 0, sizeof r);
+	r.parent = -1;
+	if (!rc && (getsockname(p->fd, (struct sockaddr *)&me, &ml) ||
+		    loom_boot_listen(me.sin_addr.s_addr, 0, &ts, &h.tport)))
+		rc = LOOM_ERR_BOOTSTRAP;
+	if (!rc)
+		rc = loom_hs_hello(b->key, p, LOOM_HS_RENDEZVOUS, b->rank, b->size, &h, sizeof h, j->deadline);
 	if (!rc && flen && loom_fd_write_all(p->fd, follow, flen, j->deadline))
 		rc = LOOM_ERR_BOOTSTRAP;
 	if (!rc)
+		rc = loom_hs_read_reply(b->key, p, &r, sizeof r, j->deadline);
+	if (rc) {
+		memset(&r, 0, sizeof r);
+		r.parent = -1;
+	} else if (r.parent < 0)
 		rc = loom_hs_read_reply(b->key, p, j->reply, j->rlen, j->deadline);
 	close(p->fd);
 	if (rc == LOOM_HS_FORGED)
@@ -242,6 +342,24 @@ int rv_hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hel
 	else if (rc)
 		LOOM_ERR("bootstrap: rendezvous at %s:%d failed: rank 0 refused us (LOOM_JOB_SECRET differs from "
 			 "rank 0's?) or gave up; see its log", j->maddr, j->mport);
+	if (!rc && (r.children < 0 || r.children > b->size || r.parent >= b->size)) {
+		LOOM_ERR("bootstrap: rank 0's route says parent %d and %d children in a world of %d", r.parent,
+			 r.children, b->size);
+		r.children = 0;
+		rc = LOOM_ERR_BOOTSTRAP;
+	}
+	if (!rc && r.parent >= 0)
+		rc = table_from_parent(j, &r);
+	if (!rc && (loom_sha256(j->reply, j->rlen, d), memcmp(d, r.digest, sizeof d))) {
+		LOOM_ERR("bootstrap: the table from rank %d does not match the digest rank 0 sent", r.parent < 0 ? 0 : r.parent);
+		rc = LOOM_ERR_BOOTSTRAP;
+	}
+	if (!rc && r.children > 0)
+		rc = table_to_children(j, ts, r.children, r.digest);
+	else if (rc && ts >= 0 && r.children > 0)
+		loom_hs_give_up(ts, r.children, loom_now() + 5);  /* they fail now, not at the deadline */
+	if (ts >= 0)
+		close(ts);
 	return rc ? LOOM_ERR_BOOTSTRAP : LOOM_SUCCESS;
 }
 

@@ -86,6 +86,16 @@ int rv_take_group(struct rv_table *t, int leader, const struct rv_ranked *g, uin
 	return 0;
 }
 
+void rv_tree_place(int i, int n, int fanout, int *parent, int *children)
+{
+	/* tree positions: rank 0 is 0, connection i is i + 1 */
+	long m = (long)i + 1, first = m * fanout + 1, last = m * fanout + fanout;
+	*parent = (int)((m - 1) / fanout) - 1;
+	if (last > n)
+		last = n;
+	*children = last >= first ? (int)(last - first + 1) : 0;
+}
+
 void rv_missing(const struct rv_table *t, char *out, size_t len)
 {
 	size_t l = 0;

@@ -32,7 +32,8 @@ struct rv_ranked {
 #define RV_ABORT 0xffffffffu   /* count: the leader gave up on its node (see its log) */
 struct rv_hello {
 	int32_t pid;
-	uint16_t port, pad;
+	uint16_t port;
+	uint16_t tport;         /* its tree socket: where its children dial for the table */
 	char node[64];
 	uint32_t count;
 	uint8_t digest[32];
@@ -44,11 +45,29 @@ struct rv_local_hello {
 	struct rv_entry e;
 };
 
-/* rank 0's reply, to each connection: the world's random bits, then the table */
+/* the table reply: the world's random bits, then the table */
 struct rv_head {
 	uint64_t nonce;
 	uint8_t shm_key[16];
 };
+
+/* Rank 0's first reply to each connection (a node leader or a flat rank):
+ * where the table reply comes from. Rank 0 sends it to RV_FANOUT of them
+ * only; the others take it from their parent in a RV_FANOUT-ary tree of
+ * rank 0's connections (by the order rank 0 took them), on the parent's
+ * tree socket, and pass it to their own children: rank 0 sends the
+ * N-entry table RV_FANOUT times instead of once per connection. */
+#define RV_FANOUT 4
+struct rv_route {
+	uint8_t digest[32];     /* SHA-256 of the table reply, wherever it comes from */
+	int32_t parent;         /* -1: it follows on this connection; else the world rank to dial */
+	uint32_t parent_ip;     /* network order */
+	uint16_t parent_port, pad;
+	int32_t children;       /* how many dial this rank's tree socket for it */
+};
+/* connection i of n (0-based, rank 0 is the tree's root): the index of
+ * its parent (-1: rank 0) and its number of children */
+void rv_tree_place(int i, int n, int fanout, int *parent, int *children);
 
 /* the table as it fills: rank 0's world, or a leader's node */
 struct rv_table {

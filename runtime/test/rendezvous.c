@@ -68,11 +68,50 @@ static void names(void)
 	ok(strlen(a) == 42 && !strncmp(a, "loom-node-", 10), "loom-node- and 32 hex digits");
 }
 
+/* the table's fan-out over rank 0's n connections: every connection has
+ * one parent before it (or rank 0), each parent's child count is the
+ * number that name it, rank 0 serves at most RV_FANOUT, and the depth is
+ * logarithmic */
+static void fanout(void)
+{
+	static const int sizes[] = { 1, 3, 4, 5, 15, 63, 64, 4095 };
+	unsigned s;
+	for (s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+		int n = sizes[s], i, parent, children, bad = 0, direct = 0, depth = 0;
+		int *named = calloc((size_t)n, sizeof *named), *kids = calloc((size_t)n, sizeof *kids);
+		int *level = calloc((size_t)n, sizeof *level);
+		for (i = 0; i < n; i++) {
+			rv_tree_place(i, n, RV_FANOUT, &parent, &children);
+			kids[i] = children;
+			if (parent >= i || parent < -1)
+				bad++;
+			else if (parent < 0)
+				direct++, level[i] = 1;
+			else
+				named[parent]++, level[i] = level[parent] + 1;
+			if (level[i] > depth)
+				depth = level[i];
+		}
+		for (i = 0; i < n; i++)
+			bad += named[i] != kids[i];
+		ok(bad == 0 && direct == (n < RV_FANOUT ? n : RV_FANOUT),
+		   "%d connections: each has one earlier parent, children as named, rank 0 serves %d", n, direct);
+		if (n == 63)
+			is_int(depth, 3, "63 connections: three levels (4 + 16 + 43)");
+		if (n == 4095)
+			is_int(depth, 6, "4,095 connections: six levels");
+		free(named);
+		free(kids);
+		free(level);
+	}
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
 	groups();
 	names();
+	fanout();
 	done_testing();
 	return exit_status();
 }

@@ -19,6 +19,7 @@ struct loom_comm;
 #define LOOM_HS_RENDEZVOUS 1u   /* kinds: what the connection is for */
 #define LOOM_HS_MESH 2u
 #define LOOM_HS_NODE 3u         /* a node's ranks meeting their leader (AF_UNIX) */
+#define LOOM_HS_TREE 4u         /* the env rendezvous' table, from a parent in its fan-out */
 #define LOOM_HS_FORGED 1        /* loom_hs_read_reply: the server lacks the key */
 #define LOOM_HS_DECLINE 2       /* on_peer: a real peer, closed without a word (a race's loser) */
 #define LOOM_HS_PENDING 64      /* connections an acceptor keeps in their hello at once */
