@@ -31,12 +31,16 @@
  * with fstat that it is a 0600 file of their own user of the right size.
  * It is unlinked as soon as every local rank has mapped it. A ring's
  * segment is named the same way with its pair added, made by its sender
- * alike (O_EXCL, 0600), checked alike by its receiver, and unlinked once
- * the receiver has mapped it (else when its sender detaches). */
+ * alike (O_EXCL, 0600), checked alike by its receiver, and unlinked by
+ * the receiver once it has mapped it, or at its detach if it never did.
+ * The sender leaves the name alone even when it detaches first (what it
+ * sent may still be read after it freed the communicator), unless the
+ * receiver's process is gone. */
 #include "comm/comm.h"  /* the world and communicator tables, read as data */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +54,9 @@
 #define CL 64
 
 struct slot_hdr { uint32_t tag, len; };
+
+/* a ring's ready word: made by its sender, then mapped by its receiver */
+enum { RING_MADE = 1, RING_MAPPED = 2 };
 
 struct ring {
 	_Atomic uint64_t head;
@@ -96,7 +103,7 @@ struct loom_shm {
 	struct seg_hdr *hdr;
 	struct slot_bell *bells;
 	struct fbox_rank *fbox;
-	_Atomic uint32_t *ready;  /* [from * nlocal + to]: ring from -> to exists */
+	_Atomic uint32_t *ready;  /* [from * nlocal + to]: 0, RING_MADE, RING_MAPPED */
 	struct ring **out, **in;  /* the rings I send on / receive on, mapped on first use */
 	struct loom_comm *c;      /* whose rings: for their names */
 	uint64_t fbox_last[2];  /* the operation that last wrote my box of each parity */
@@ -237,6 +244,13 @@ int loom_shm_attach(struct loom_comm *c)
 	return LOOM_SUCCESS;
 }
 
+/* a local rank's process no longer exists */
+static int peer_gone(struct loom_shm *s, int local_idx)
+{
+	pid_t pid = s->bells[local_idx].pid;
+	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
 void loom_shm_detach(struct loom_comm *c)
 {
 	struct loom_shm *s = c->shm;
@@ -245,14 +259,24 @@ void loom_shm_detach(struct loom_comm *c)
 		return;
 	shm_unlink(s->name); /* in case a rank never came: ENOENT otherwise */
 	for (i = 0; i < s->nlocal; i++) {
+		char name[96];
 		if (s->out[i]) {
-			char name[96];
-			segment_name(c, me, i, name);
-			shm_unlink(name);  /* in case its receiver never mapped it */
+			/* what I sent may not be read yet (a receive posted after
+			 * this rank freed the communicator): the ring's name stays
+			 * for its receiver, who unlinks it, unless that process is
+			 * gone */
+			if (atomic_load(&s->ready[me * s->nlocal + i]) != RING_MAPPED && peer_gone(s, i)) {
+				segment_name(c, me, i, name);
+				shm_unlink(name);
+			}
 			munmap(s->out[i], sizeof(struct ring));
 		}
-		if (s->in[i])
+		if (s->in[i]) {
 			munmap(s->in[i], sizeof(struct ring));
+		} else if (atomic_load(&s->ready[i * s->nlocal + me]) == RING_MADE) {
+			segment_name(c, i, me, name);  /* made for me, never mapped */
+			shm_unlink(name);
+		}
 	}
 	munmap(s->base, s->size);
 	free(s->out);
@@ -294,9 +318,10 @@ static struct ring *ring_map(struct loom_shm *s, int from, int to, int mine, int
 		return NULL;
 	}
 	if (mine) {
-		atomic_store_explicit(ready, 1, memory_order_release);
+		atomic_store_explicit(ready, RING_MADE, memory_order_release);
 		loom_bell_ring(&s->bells[to].bell);
 	} else {
+		atomic_store_explicit(ready, RING_MAPPED, memory_order_release);
 		shm_unlink(name);  /* both ends hold it now */
 	}
 	*slot = p;
