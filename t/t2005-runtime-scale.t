@@ -10,8 +10,9 @@
 # `ulimit -n 256`; and at 64 and 128 ranks no rank holds more descriptors
 # than docs/scale.md's bound, 15 + 4 ceil(log2 N), after the collectives
 # whose peers are few, and no rank maps more shared memory than the bound
-# there, 4 + 4 ceil(log2 L) MiB for L ranks a node. Descriptors and
-# mappings are resource counts, not timings.
+# there, 4 + 4 ceil(log2 L) MiB for L ranks a node, and the TCP engine
+# makes the state of few peers, not N. Descriptors, mappings and peer
+# states are resource counts, not timings.
 # (The conformance quick matrix is not run at 256: its int8 and int32
 # sums overflow above 15 and 255 ranks by the design of its inputs.)
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
@@ -74,6 +75,17 @@ for n in 64 128; do
 		test -n \"\$shm\" && test \$shm -gt 0 && test \$shm -le $(shm_bound_kb $n)
 	"
 done
+
+# peer states: the engine makes one for each peer something concerns (a
+# send, a receive, a dial), not for every world rank; at most the TCP
+# peers of the descriptor bound, 4 ceil(log2 N) + 4, and itself
+test_expect_success '128 ranks: no rank made the engine state of more than 4 ceil(log2 128) + 5 = 33 peers (of 128)' '
+	LOOM_DEBUG=info ranks_pass 128 "scale-check fds passed" t_srun --mpi=pmix -O -N2 -n128 $SC fds &&
+	test $(grep -c "the engine made the state of [0-9]* peer(s) of 128 world ranks" "$TEST_TMP/o") = 128 &&
+	max=$(sed -n "s/.*the engine made the state of \([0-9]*\) peer(s) of 128 .*/\1/p" "$TEST_TMP/o" | sort -n | tail -1) &&
+	echo "most peer states made by one rank: $max" &&
+	test "$max" -ge 1 && test "$max" -le 33
+'
 
 test_expect_success 'the descriptor check can fail: a bound below what 64 ranks hold is reported' '
 	! t_srun --mpi=pmix -O -N2 -n64 $SC fds 8 >"$TEST_TMP/o" 2>&1 &&

@@ -48,15 +48,16 @@ static int boot_single(struct loom_boot *b)
 static void world_free(struct loom_world *w)
 {
 	free(w->node_of);
-	free(w->nodename);
-	free(w->pid);
+	free(w->node_names);
 	pthread_mutex_destroy(&w->comms_lock);
 	free(w);
 }
 
 /* node_of: nodes numbered in order of first appearance, through a hash
- * of the names (a pairwise comparison is O(N^2): seconds at 32k ranks) */
-static int number_nodes(struct loom_world *w)
+ * of the names (a pairwise comparison is O(N^2): seconds at 32k ranks);
+ * node_names: each node's name once (the bootstrap's per-rank names are
+ * freed with it) */
+static int number_nodes(struct loom_world *w, char (*nodename)[64])
 {
 	size_t cap = 16, mask, k;
 	int *first, i;
@@ -69,11 +70,11 @@ static int number_nodes(struct loom_world *w)
 	for (k = 0; k < cap; k++)
 		first[k] = -1;
 	for (i = 0; i < w->size; i++) {
-		const unsigned char *c = (const unsigned char *)w->nodename[i];
+		const unsigned char *c = (const unsigned char *)nodename[i];
 		uint64_t h = 1469598103934665603ull;
 		while (*c)
 			h = (h ^ *c++) * 1099511628211ull;
-		for (k = h & mask; first[k] >= 0 && strcmp(w->nodename[first[k]], w->nodename[i]);
+		for (k = h & mask; first[k] >= 0 && strcmp(nodename[first[k]], nodename[i]);
 		     k = (k + 1) & mask)
 			;
 		if (first[k] < 0) {
@@ -83,6 +84,13 @@ static int number_nodes(struct loom_world *w)
 			w->node_of[i] = w->node_of[first[k]];
 		}
 	}
+	w->node_names = malloc((size_t)w->nnodes * sizeof *w->node_names);
+	if (!w->node_names) {
+		free(first);
+		return LOOM_ERR_NOMEM;
+	}
+	for (i = 0; i < w->size; i++)
+		memcpy(w->node_names[w->node_of[i]], nodename[i], sizeof w->node_names[0]);
 	free(first);
 	return LOOM_SUCCESS;
 }
@@ -156,10 +164,6 @@ int loom_native_world(loom_comm_t **world)
 	w->size = b.size;
 	w->nonce = b.nonce;
 	memcpy(w->shm_key, b.shm_key, sizeof w->shm_key);
-	w->nodename = b.nodename;
-	w->pid = b.pid;
-	b.nodename = NULL;
-	b.pid = NULL;
 	w->node_of = calloc((size_t)w->size, sizeof *w->node_of);
 	ranks = calloc((size_t)w->size, sizeof *ranks);
 	if (!w->node_of || !ranks) {
@@ -170,13 +174,13 @@ int loom_native_world(loom_comm_t **world)
 	}
 	for (i = 0; i < w->size; i++)
 		ranks[i] = i;
-	if ((rc = number_nodes(w))) {
+	if ((rc = number_nodes(w, b.nodename))) {
 		free(ranks);
 		boot_free(&b);
 		world_free(w);
 		return rc;
 	}
-	loom_log_identity(w->rank, w->size, w->nodename[w->rank]);
+	loom_log_identity(w->rank, w->size, w->node_names[w->node_of[w->rank]]);
 	rc = loom_engine_create(w, b.listen_fd, b.ip, b.port, b.key,
 #ifdef HAVE_PMIX
 				b.lazy_addresses ? &engine_hooks_pmix :

@@ -146,7 +146,7 @@ int ck_is_leader(const loom_ckpt_t *ck)
 const char *ck_node_name(const loom_ckpt_t *ck, int rank)
 {
 	const loom_comm_t *c = ck->comm;
-	return c->w->nodename[c->wrank[rank]];
+	return c->w->node_names[c->w->node_of[c->wrank[rank]]];
 }
 
 /* DIR/.loom-node-NAME, NAME made safe for a file name */

@@ -15,8 +15,7 @@ struct loom_world {
 	uint8_t shm_key[16];      /* random from rank 0: shm names (transport_shm.c) */
 	int nnodes;
 	int *node_of;             /* world rank -> node index (first-appearance order) */
-	char (*nodename)[64];     /* world rank -> node name */
-	int *pid;                 /* world rank -> pid */
+	char (*node_names)[64];   /* node index -> its name: nnodes, not N, names */
 	int transport;            /* LOOM_TR_* */
 	double timeout;
 	int check;

@@ -92,7 +92,15 @@ struct loom_engine {
 	double connect_tmo;   /* LOOM_BOOTSTRAP_TIMEOUT: a dial's whole life */
 	int n, self;
 	size_t unexp_max;     /* LOOM_UNEXPECTED_MAX: bytes kept per peer */
-	struct peer *p;
+	/* A peer's state is made when something first concerns it (a send,
+	 * a receive, its dial): a rank holds the few peers its algorithms
+	 * use, not N (docs/scale.md), and the engine's loop visits only
+	 * those. What every rank has is a pointer and, when the bootstrap
+	 * gave them, the address (port 0: resolved at the first dial). */
+	struct peer **p;      /* by world rank; NULL until made */
+	int *act, nact, act_cap;  /* the ranks whose peer is made */
+	uint32_t *ip;
+	uint16_t *port;
 	struct loom_world *w;
 	const struct loom_engine_hooks *hooks;
 	char scratch[65536];
@@ -136,9 +144,32 @@ static void drop_dial(struct loom_hs_dialer **d)
 	*d = NULL;
 }
 
+/* peer i's state, made on first need (e->lock held); NULL: no memory */
+static struct peer *peer_get(struct loom_engine *e, int i)
+{
+	struct peer *p = e->p[i];
+	if (p)
+		return p;
+	if (e->nact == e->act_cap) {
+		int cap = e->act_cap ? 2 * e->act_cap : 16, *a = realloc(e->act, (size_t)cap * sizeof *a);
+		if (!a)
+			return NULL;
+		e->act = a;
+		e->act_cap = cap;
+	}
+	if (!(p = calloc(1, sizeof *p)))
+		return NULL;
+	p->fd = -1;
+	p->ip = e->ip ? e->ip[i] : 0;
+	p->port = e->port ? e->port[i] : 0;
+	e->p[i] = p;
+	e->act[e->nact++] = i;
+	return p;
+}
+
 static void peer_lost(struct loom_engine *e, int i, const char *why)
 {
-	struct peer *p = &e->p[i];
+	struct peer *p = e->p[i];
 	struct loom_treq *r, *nx;
 	if (p->gone)
 		return;
@@ -241,7 +272,7 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 	if (h->type == CTL_BYE) {
 		/* it sends nothing after its goodbye: what we still wait for
 		 * from it never comes */
-		struct peer *p = &e->p[from];
+		struct peer *p = e->p[from];
 		struct loom_treq *r, *nx;
 		p->bye = 1;
 		for (r = p->posted; r; r = nx) {
@@ -259,8 +290,9 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 		 * connection we have: it goes ahead of our goodbye on the same
 		 * stream. A rank that had already failed the communicator does
 		 * not pass it on again, so relays end. */
-		for (int i = 0; i < e->n; i++) {
-			struct peer *q = &e->p[i];
+		for (int k = 0; k < e->nact; k++) {
+			int i = e->act[k];
+			struct peer *q = e->p[i];
 			struct loom_treq *r;
 			if (i == e->self || i == from || q->state != C_UP || q->gone || q->bye_sent)
 				continue;
@@ -302,7 +334,7 @@ static int io_failed(struct loom_engine *e, int i)
 /* read what is there from peer i; 0, or -1 when the peer went away */
 static int do_read(struct loom_engine *e, int i)
 {
-	struct peer *p = &e->p[i];
+	struct peer *p = e->p[i];
 	size_t budget = BURST;
 	while (!p->gone && budget) {
 		ssize_t n;
@@ -402,7 +434,7 @@ static int do_read(struct loom_engine *e, int i)
 
 static int do_write(struct loom_engine *e, int i)
 {
-	struct peer *p = &e->p[i];
+	struct peer *p = e->p[i];
 	size_t budget = BURST;
 	while (p->sq && !p->gone && budget) {
 		struct loom_treq *r = p->sq;
@@ -456,7 +488,7 @@ static void start_dial(struct loom_engine *e, int i);
 
 static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 {
-	struct peer *p = &e->p[i];
+	struct peer *p = e->p[i];
 	int was_empty = p->sq == NULL;
 	r->off = 0;
 	r->next = NULL;
@@ -483,12 +515,12 @@ static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 static void say_bye(struct loom_engine *e, int i)
 {
 	struct loom_treq *r;
-	if (e->p[i].bye_sent || e->p[i].gone)
+	if (e->p[i]->bye_sent || e->p[i]->gone)
 		return;
 	r = calloc(1, sizeof *r);
 	if (!r)
 		return;
-	e->p[i].bye_sent = 1;
+	e->p[i]->bye_sent = 1;
 	r->kind = TREQ_SEND;
 	r->peer = i;
 	r->owned = 1;
@@ -500,7 +532,7 @@ static void say_bye(struct loom_engine *e, int i)
 /* fd is an authenticated connection to peer i: its queue can go */
 static void became_up(struct loom_engine *e, int i, int fd)
 {
-	struct peer *p = &e->p[i];
+	struct peer *p = e->p[i];
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -528,7 +560,7 @@ static void became_up(struct loom_engine *e, int i, int fd)
 
 static void start_dial(struct loom_engine *e, int i)
 {
-	struct peer *p = &e->p[i];
+	struct peer *p = e->p[i];
 	int rc;
 	p->dial = calloc(1, sizeof *p->dial);
 	if (!p->dial) {
@@ -556,7 +588,7 @@ static void start_dial(struct loom_engine *e, int i)
 
 static void dial_step(struct loom_engine *e, int i)
 {
-	struct peer *p = &e->p[i];
+	struct peer *p = e->p[i];
 	char addr[INET_ADDRSTRLEN], why[160];
 	int rc = loom_hs_dialer_step(p->dial, e->key, LOOM_HS_MESH, e->self, e->n, &e->hello,
 				     sizeof e->hello);
@@ -595,7 +627,8 @@ static int mesh_peer(void *arg, const struct loom_hs_peer *hp)
 	if (h.nonce != e->hello.nonce || hp->size != e->n || hp->rank < 0 || hp->rank >= e->n ||
 	    hp->rank == e->self)
 		return 0;  /* another world of the same key */
-	p = &e->p[hp->rank];
+	if (!(p = peer_get(e, hp->rank)))
+		return 0;
 	if (p->gone || p->state == C_UP)
 		return LOOM_HS_DECLINE;  /* the loser of a race whose winner came first */
 	if (p->state == C_DIAL && hp->rank > e->self)
@@ -609,13 +642,15 @@ static int mesh_peer(void *arg, const struct loom_hs_peer *hp)
 void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
 {
 	struct loom_engine *e = w->eng;
-	struct peer *p = &e->p[r->peer];
+	struct peer *p;
 	atomic_store(&r->done, 0);
 	r->status = 0;
 	r->next = NULL;
 	r->off = 0;
 	pthread_mutex_lock(&e->lock);
-	if (r->kind == TREQ_SEND) {
+	if (!(p = peer_get(e, r->peer))) {
+		complete(r, LOOM_ERR_NOMEM);
+	} else if (r->kind == TREQ_SEND) {
 		pack(r, T_DATA, 0);
 		if (r->peer == e->self) {
 			struct umsg *u = calloc(1, sizeof *u);
@@ -669,9 +704,10 @@ void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
 void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r)
 {
 	struct loom_engine *e = w->eng;
-	struct peer *p = &e->p[r->peer];
+	struct peer *p;
 	struct loom_treq *q, *prev = NULL;
 	pthread_mutex_lock(&e->lock);
+	p = e->p[r->peer];  /* made when r was posted */
 	if (atomic_load(&r->done)) {
 		pthread_mutex_unlock(&e->lock);
 		return;
@@ -739,7 +775,10 @@ void loom_tcp_control(struct loom_world *w, int peer, int type, uint64_t ctx, in
 	r->owned = 1;
 	pack(r, (uint32_t)type, a);
 	pthread_mutex_lock(&e->lock);
-	enqueue_send(e, peer, r);
+	if (peer_get(e, peer))
+		enqueue_send(e, peer, r);
+	else
+		free(r);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -750,7 +789,7 @@ int loom_tcp_peer_gone(struct loom_world *w, int peer)
 	if (!e || peer == e->self)
 		return 0;
 	pthread_mutex_lock(&e->lock);
-	g = e->p[peer].gone;
+	g = e->p[peer] && e->p[peer]->gone;
 	pthread_mutex_unlock(&e->lock);
 	return g;
 }
@@ -758,7 +797,7 @@ int loom_tcp_peer_gone(struct loom_world *w, int peer)
 static void *engine_main(void *arg)
 {
 	struct loom_engine *e = arg;
-	size_t cap = 2 * (size_t)e->n + 2 + LOOM_HS_PENDING;  /* a stray dial per peer at most */
+	size_t cap = 2 * 16 + 2 + LOOM_HS_PENDING;  /* a stray dial per peer at most; grows */
 	struct pollfd *pf = calloc(cap, sizeof *pf);
 	int *who = calloc(cap, sizeof *who);
 	sigset_t all;
@@ -774,6 +813,24 @@ static void *engine_main(void *arg)
 	while (!e->stop) {
 		int n = 0, i, k, lis = -1, acc0 = 0, nacc = 0;
 		double now = loom_now(), wake = now + 0.5;
+		if (2 * (size_t)e->nact + 2 + LOOM_HS_PENDING > cap) {
+			size_t c2 = 2 * (2 * (size_t)e->nact + 2 + LOOM_HS_PENDING);
+			struct pollfd *pf2 = realloc(pf, c2 * sizeof *pf);
+			int *who2 = pf2 ? realloc(who, c2 * sizeof *who) : NULL;
+			if (pf2)
+				pf = pf2;
+			if (who2)
+				who = who2;
+			if (!pf2 || !who2) {
+				/* no room to watch every connection: wait for memory */
+				pthread_mutex_unlock(&e->lock);
+				LOOM_ERR("engine: out of memory for %d connections", e->nact);
+				usleep(100000);
+				pthread_mutex_lock(&e->lock);
+				continue;
+			}
+			cap = c2;
+		}
 		pf[n].fd = e->evfd;
 		pf[n].events = POLLIN;
 		who[n++] = -1;
@@ -787,8 +844,8 @@ static void *engine_main(void *arg)
 			for (k = 0; k < nacc; k++)
 				who[n++] = -1;
 		}
-		for (i = 0; i < e->n; i++) {
-			struct peer *p = &e->p[i];
+		for (k = 0; k < e->nact; k++) {
+			struct peer *p = e->p[i = e->act[k]];
 			if (i == e->self || p->gone)
 				continue;
 			if (p->state == C_UP) {
@@ -826,7 +883,7 @@ static void *engine_main(void *arg)
 		}
 		for (i = acc0 + nacc; i < n; i++) {
 			int pi = who[i];
-			struct peer *p = &e->p[pi];
+			struct peer *p = e->p[pi];
 			if (p->gone || !pf[i].revents)
 				continue;
 			if (p->stray && p->stray->fd == pf[i].fd) {
@@ -855,8 +912,8 @@ static void *engine_main(void *arg)
 				LOOM_WARN("engine: accepting a connection failed: %s", loom_strerror(rc));
 		}
 		now = loom_now();
-		for (i = 0; i < e->n; i++) {
-			struct peer *p = &e->p[i];
+		for (k = 0; k < e->nact; k++) {
+			struct peer *p = e->p[i = e->act[k]];
 			if (p->gone || (p->state != C_DIAL && p->state != C_WAIT))
 				continue;
 			if (p->until < now)
@@ -878,11 +935,23 @@ int loom_engine_create(struct loom_world *w, int listen_fd, const uint32_t *ip,
 		       const uint16_t *port, const uint8_t *key, const struct loom_engine_hooks *hooks)
 {
 	struct loom_engine *e = calloc(1, sizeof *e);
-	int i;
 	if (!e)
 		return LOOM_ERR_NOMEM;
 	e->p = calloc((size_t)w->size, sizeof *e->p);
+	if (e->p && ip && port && !hooks->resolve) {
+		e->ip = malloc((size_t)w->size * sizeof *e->ip);
+		e->port = malloc((size_t)w->size * sizeof *e->port);
+		if (e->ip && e->port) {
+			memcpy(e->ip, ip, (size_t)w->size * sizeof *e->ip);
+			memcpy(e->port, port, (size_t)w->size * sizeof *e->port);
+		} else {
+			free(e->p);
+			e->p = NULL;
+		}
+	}
 	if (!e->p) {
+		free(e->ip);
+		free(e->port);
 		free(e);
 		return LOOM_ERR_NOMEM;
 	}
@@ -909,11 +978,6 @@ int loom_engine_create(struct loom_world *w, int listen_fd, const uint32_t *ip,
 	e->hs.what = e->hs_what;
 	e->hs.on_peer = mesh_peer;
 	e->hs.arg = e;
-	for (i = 0; i < e->n; i++) {
-		e->p[i].fd = -1;
-		e->p[i].ip = ip ? ip[i] : 0;
-		e->p[i].port = port ? port[i] : 0;
-	}
 	w->eng = e;
 	if (w->size > 1) {
 		int fl = listen_fd >= 0 ? fcntl(listen_fd, F_GETFL) : -1;
@@ -934,9 +998,9 @@ int loom_engine_create(struct loom_world *w, int listen_fd, const uint32_t *ip,
  * gone): closing now loses nothing either side still reads */
 static int all_parted(struct loom_engine *e)
 {
-	int i;
-	for (i = 0; i < e->n; i++) {
-		struct peer *p = &e->p[i];
+	int i, k;
+	for (k = 0; k < e->nact; k++) {
+		struct peer *p = e->p[i = e->act[k]];
 		if (i == e->self || p->gone || p->state == C_IDLE)
 			continue;
 		if (p->state != C_UP || p->sq || !p->bye)
@@ -948,7 +1012,7 @@ static int all_parted(struct loom_engine *e)
 void loom_engine_destroy(struct loom_world *w)
 {
 	struct loom_engine *e = w->eng;
-	int i, parted;
+	int i, k, parted;
 	double until;
 	if (!e)
 		return;
@@ -956,8 +1020,8 @@ void loom_engine_destroy(struct loom_world *w)
 	 * waits for the other's, bounded, before anyone closes */
 	pthread_mutex_lock(&e->lock);
 	e->closing = 1;
-	for (i = 0; i < e->n; i++)
-		if (i != e->self && e->p[i].state != C_IDLE)
+	for (k = 0; k < e->nact; k++)
+		if ((i = e->act[k]) != e->self && e->p[i]->state != C_IDLE)
 			say_bye(e, i);
 	pthread_mutex_unlock(&e->lock);
 	until = loom_now() + (w->timeout < 30 ? w->timeout : 30);
@@ -973,8 +1037,8 @@ void loom_engine_destroy(struct loom_world *w)
 		char who[256] = "";
 		size_t l = 0;
 		pthread_mutex_lock(&e->lock);
-		for (i = 0; i < e->n && l + 12 < sizeof who; i++) {
-			struct peer *p = &e->p[i];
+		for (k = 0; k < e->nact && l + 12 < sizeof who; k++) {
+			struct peer *p = e->p[i = e->act[k]];
 			if (i != e->self && !p->gone && p->state != C_IDLE && (p->state != C_UP || p->sq || !p->bye))
 				l += (size_t)snprintf(who + l, sizeof who - l, "%s%d", l ? "," : "", i);
 		}
@@ -984,14 +1048,15 @@ void loom_engine_destroy(struct loom_world *w)
 	}
 	pthread_mutex_lock(&e->lock);
 	e->stop = 1;
+	LOOM_INFO("finalize: the engine made the state of %d peer(s) of %d world ranks", e->nact, e->n);
 	pthread_mutex_unlock(&e->lock);
 	if (e->have_thr) {
 		wake_engine(e);
 		pthread_join(e->thr, NULL);
 	}
 	loom_hs_acceptor_free(e->acc);
-	for (i = 0; i < e->n; i++) {
-		struct peer *p = &e->p[i];
+	for (k = 0; k < e->nact; k++) {
+		struct peer *p = e->p[i = e->act[k]];
 		struct umsg *u, *nu;
 		struct loom_treq *r, *nr;
 		p->bye = 1;
@@ -1021,7 +1086,12 @@ void loom_engine_destroy(struct loom_world *w)
 		close(e->listen_fd);
 	OPENSSL_cleanse(e->key, sizeof e->key);
 	pthread_mutex_destroy(&e->lock);
+	for (k = 0; k < e->nact; k++)
+		free(e->p[e->act[k]]);
 	free(e->p);
+	free(e->act);
+	free(e->ip);
+	free(e->port);
 	free(e);
 	w->eng = NULL;
 }
