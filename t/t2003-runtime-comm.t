@@ -29,6 +29,14 @@ for tr in auto tcp shm; do
 		test \"\$(ls \$d | tr '\\n' ' ')\" = 'done.1 done.2 done.3 '
 	"
 done
+# regression: a root that broadcast through the shared-memory rings and
+# freed its communicator before the others called the broadcast took the
+# ring with it ("the node's first rank did not create it in time")
+test_expect_success 'srun -N1 -n2 (shm): a broadcast still arrives after its root freed the communicator' '
+	d=$(marker_dir) &&
+	LOOM_TRANSPORT=shm ranks_pass 2 "early-free checks passed" env_srun -N1 -n2 -- $COLL early-free $d &&
+	test "$(ls $d)" = freed.0
+'
 for tr in auto tcp; do
 	test_expect_success "srun -N2 -n4 ($tr): two threads, one communicator each, at the same time" "
 		LOOM_TRANSPORT=$tr ranks_pass 4 'threads checks passed' env_srun -N2 -n4 -- \$COLL threads

@@ -29,7 +29,8 @@
  * guess the next one; the local leader creates it with O_EXCL, mode 0600,
  * and the other local ranks open it only once it exists, after checking
  * with fstat that it is a 0600 file of their own user of the right size.
- * It is unlinked as soon as every local rank has mapped it. A ring's
+ * It is unlinked as soon as every local rank has mapped it, and no rank
+ * goes on before then (loom_shm_attach waits). A ring's
  * segment is named the same way with its pair added, made by its sender
  * alike (O_EXCL, 0600), checked alike by its receiver, and unlinked by
  * the receiver once it has mapped it, or at its detach if it never did.
@@ -196,6 +197,21 @@ int loom_shm_segment_open(const char *name, size_t size, double deadline)
 	}
 }
 
+/* 0 once every local rank has mapped the segment, -1 at the deadline */
+static int wait_attached(struct loom_shm *s, double deadline)
+{
+	struct timespec nap = { 0, 50000 };
+	int spins = 0;
+	while (atomic_load(&s->hdr->attached) < (uint32_t)s->nlocal) {
+		if (++spins < 200)
+			continue;
+		if (loom_now() > deadline)
+			return -1;
+		nanosleep(&nap, NULL);
+	}
+	return 0;
+}
+
 int loom_shm_attach(struct loom_comm *c)
 {
 	struct loom_shm *s = calloc(1, sizeof *s);
@@ -239,6 +255,21 @@ int loom_shm_attach(struct loom_comm *c)
 	n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
 	if (n == (uint32_t)nl)
 		shm_unlink(s->name);
+	/* Every local rank waits until all have it mapped: one that went on
+	 * and freed the communicator at once (a broadcast root's sends are
+	 * eager) would otherwise unlink the name under a peer still to open
+	 * it. The ranks are all here (a communicator is made collectively). */
+	else if (wait_attached(s, loom_now() + wait)) {
+		LOOM_ERR("comm %s: shared memory %s: %u of %d local ranks mapped it within %.0f s (LOOM_TIMEOUT); "
+			 "a rank of this node did not come (LOOM_TRANSPORT=tcp avoids shared memory)",
+			 c->name, s->name, (unsigned)atomic_load(&s->hdr->attached), nl, wait);
+		shm_unlink(s->name);
+		munmap(s->base, s->size);
+		free(s->out);
+		free(s->in);
+		free(s);
+		return LOOM_ERR_TIMEOUT;
+	}
 	c->shm = s;
 	LOOM_TRACE("comm %s: shm segment %s, %d local ranks", c->name, s->name, nl);
 	return LOOM_SUCCESS;
@@ -257,7 +288,7 @@ void loom_shm_detach(struct loom_comm *c)
 	int i, me = c->local_rank;
 	if (!s)
 		return;
-	shm_unlink(s->name); /* in case a rank never came: ENOENT otherwise */
+	shm_unlink(s->name); /* ENOENT: the last rank to map it unlinked it */
 	for (i = 0; i < s->nlocal; i++) {
 		char name[96];
 		if (s->out[i]) {

@@ -13,6 +13,10 @@
  *   coll-check mismatch R       rank R passes another count (LOOM_CHECK=1)
  *   coll-check threads          two threads, one communicator each, at once
  *   coll-check abort R DIR      rank R aborts the world while the others wait
+ *   coll-check early-free DIR   (one node) rank 0 broadcasts through the
+ *                               shared-memory rings and frees the
+ *                               communicator before the others call the
+ *                               broadcast (they wait for its marker)
  *
  * DIR is an empty directory that every rank can see (the test's own temp
  * directory: the test cluster's nodes share this host). Ranks leave marker
@@ -601,6 +605,46 @@ static int mode_overlap(const char *dir)
 
 struct th { loom_comm_t *c; int bad, id; };
 
+/* A root's sends go into the rings at once and it may free the
+ * communicator before a peer has posted its receive: what it sent must
+ * still arrive (the ring outlives the sender's detach). 6 KiB: above the
+ * fast boxes, below the direct reads, so the broadcast takes the rings. */
+static int mode_early_free(const char *dir)
+{
+	enum { BYTES = 6 * 1024 };
+	loom_comm_t *c = NULL;
+	unsigned char *buf = malloc(BYTES);
+	int rc, i, bad = 0;
+	/* a communicator of the whole world, which lies in one node (-N1) */
+	rc = loom_comm_split(W, 0, R, &c);
+	expect(rc == 0 && c, "split of the world");
+	if (!buf || !c)
+		return 1;
+	for (i = 0; i < BYTES; i++)
+		buf[i] = loom_comm_rank(c) == 0 ? (unsigned char)(i * 7 + 3) : 0;
+	if (loom_comm_rank(c) == 0) {
+		rc = loom_broadcast(buf, buf, BYTES, LOOM_INT8, 0, c);
+		expect(rc == 0, "the root's broadcast returns before the others call theirs");
+		expect(loom_comm_free(c) == 0, "the root frees the communicator");
+		marker_put(dir, "freed");
+	} else {
+		/* after the root's marker: an event, not a sleep */
+		expect(marker_wait(dir, "freed", -1) >= 1, "the root freed the communicator first");
+		rc = loom_broadcast(buf, buf, BYTES, LOOM_INT8, 0, c);
+		for (i = 0; i < BYTES; i++)
+			bad += buf[i] != (unsigned char)(i * 7 + 3);
+		if (rc || bad)
+			fprintf(stderr, "rank %d: broadcast status %d (%s), %d wrong bytes\n", R, rc,
+				loom_strerror(rc), bad);
+		expect(rc == 0 && bad == 0, "a broadcast posted after the root freed its communicator arrives whole");
+		loom_comm_free(c);
+	}
+	free(buf);
+	if (!failures)
+		printf("rank %d: early-free checks passed\n", R);
+	return failures ? 1 : 0;
+}
+
 static void *th_main(void *arg)
 {
 	struct th *t = arg;
@@ -665,6 +709,8 @@ int main(int argc, char **argv)
 		code = mode_threads();
 	else if (!strcmp(mode, "overlap"))
 		code = mode_overlap(marker_arg(argc, argv, 2));
+	else if (!strcmp(mode, "early-free"))
+		code = mode_early_free(marker_arg(argc, argv, 2));
 	else if (!strcmp(mode, "skip")) {
 		const char *dir = marker_arg(argc, argv, 3);
 		int32_t x = 1, y;
