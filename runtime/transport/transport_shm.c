@@ -217,7 +217,10 @@ int loom_shm_attach(struct loom_comm *c)
 	struct loom_shm *s = calloc(1, sizeof *s);
 	int fd, nl = c->local_size;
 	uint32_t n;
-	double wait = c->timeout < 120 ? c->timeout : 120;
+	/* the local ranks may reach a communicator's making as far apart as
+	 * they may reach a collective (the node's communicators are made in
+	 * the first operation that needs them) */
+	double wait = c->timeout;
 	if (!s)
 		return LOOM_ERR_NOMEM;
 	s->nlocal = nl;
