@@ -7,8 +7,6 @@
 #include "coll/coll.h"
 #include "flight/flight.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,12 +214,7 @@ static int peer_dead(struct loom_comm *c, int peer)
 		return 0;
 	if (loom_tcp_peer_gone(c->w, c->wrank[peer]))
 		return 1;
-	if (c->shm && c->local_idx[peer] >= 0) {
-		int pid = loom_shm_peer_pid(c, c->local_idx[peer]);
-		if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
-			return 1;
-	}
-	return 0;
+	return c->local_idx[peer] >= 0 && loom_shm_peer_gone(c, c->local_idx[peer]);
 }
 
 static void poison(struct loom_comm *c, int status)

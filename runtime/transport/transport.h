@@ -179,7 +179,7 @@ int loom_shm_segment_open(const char *name, size_t size, double deadline);
  * this call (0: nothing possible now), or a negative status. */
 int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag);
 struct loom_bell *loom_shm_bell(struct loom_comm *c);
-int loom_shm_peer_pid(struct loom_comm *c, int local_idx);
+int loom_shm_peer_gone(struct loom_comm *c, int local_idx);  /* its process no longer exists */
 int loom_shm_peer_asleep(struct loom_comm *c, int local_idx);
 /* sleep on this rank's bell up to nap s unless ready(arg) holds (checked
  * after announcing the sleep, so posters ring) */

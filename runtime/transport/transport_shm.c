@@ -106,7 +106,6 @@ struct loom_shm {
 	struct fbox_rank *fbox;
 	_Atomic uint32_t *ready;  /* [from * nlocal + to]: 0, RING_MADE, RING_MAPPED */
 	struct ring **out, **in;  /* the rings I send on / receive on, mapped on first use */
-	struct loom_comm *c;      /* whose rings: for their names */
 	uint64_t fbox_last[2];  /* the operation that last wrote my box of each parity */
 	uint64_t fbox_seen_all; /* an operation every peer had posted: all done before it */
 	uint64_t fbox_seq;      /* fast-box uses so far: the same count on every rank */
@@ -197,6 +196,13 @@ int loom_shm_segment_open(const char *name, size_t size, double deadline)
 	}
 }
 
+static void shm_free(struct loom_shm *s)
+{
+	free(s->out);
+	free(s->in);
+	free(s);
+}
+
 /* 0 once every local rank has mapped the segment, -1 at the deadline */
 static int wait_attached(struct loom_shm *s, double deadline)
 {
@@ -228,15 +234,12 @@ int loom_shm_attach(struct loom_comm *c)
 		  (size_t)nl * sizeof(struct fbox_rank) + (size_t)nl * (size_t)nl * sizeof(uint32_t);
 	s->out = calloc((size_t)nl, sizeof *s->out);
 	s->in = calloc((size_t)nl, sizeof *s->in);
-	s->c = c;
 	segment_name(c, -1, -1, s->name);
 	fd = !s->out || !s->in ? -2
 	     : c->local_rank == 0 ? loom_shm_segment_create(s->name, s->size)
 				  : loom_shm_segment_open(s->name, s->size, loom_now() + wait);
 	if (fd < 0) {
-		free(s->out);
-		free(s->in);
-		free(s);
+		shm_free(s);
 		return fd == -2 ? LOOM_ERR_NOMEM : LOOM_ERR_SYSTEM;
 	}
 	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -245,9 +248,7 @@ int loom_shm_attach(struct loom_comm *c)
 		LOOM_ERR("mmap of %s: %s", s->name, strerror(errno));
 		if (c->local_rank == 0)
 			shm_unlink(s->name);
-		free(s->out);
-		free(s->in);
-		free(s);
+		shm_free(s);
 		return LOOM_ERR_SYSTEM;
 	}
 	s->hdr = s->base;
@@ -268,21 +269,12 @@ int loom_shm_attach(struct loom_comm *c)
 			 c->name, s->name, (unsigned)atomic_load(&s->hdr->attached), nl, wait);
 		shm_unlink(s->name);
 		munmap(s->base, s->size);
-		free(s->out);
-		free(s->in);
-		free(s);
+		shm_free(s);
 		return LOOM_ERR_TIMEOUT;
 	}
 	c->shm = s;
 	LOOM_TRACE("comm %s: shm segment %s, %d local ranks", c->name, s->name, nl);
 	return LOOM_SUCCESS;
-}
-
-/* a local rank's process no longer exists */
-static int peer_gone(struct loom_shm *s, int local_idx)
-{
-	pid_t pid = s->bells[local_idx].pid;
-	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 void loom_shm_detach(struct loom_comm *c)
@@ -299,7 +291,7 @@ void loom_shm_detach(struct loom_comm *c)
 			 * this rank freed the communicator): the ring's name stays
 			 * for its receiver, who unlinks it, unless that process is
 			 * gone */
-			if (atomic_load(&s->ready[me * s->nlocal + i]) != RING_MAPPED && peer_gone(s, i)) {
+			if (atomic_load(&s->ready[me * s->nlocal + i]) != RING_MAPPED && loom_shm_peer_gone(c, i)) {
 				segment_name(c, me, i, name);
 				shm_unlink(name);
 			}
@@ -313,17 +305,16 @@ void loom_shm_detach(struct loom_comm *c)
 		}
 	}
 	munmap(s->base, s->size);
-	free(s->out);
-	free(s->in);
-	free(s);
+	shm_free(s);
 	c->shm = NULL;
 }
 
 /* The ring from -> to, mapped here: made (mine = 1, I am its sender) or
  * opened once its ready word is set (mine = 0). NULL with *rc = 0: not
  * made yet (the sender rings my bell when it is); *rc < 0: an error. */
-static struct ring *ring_map(struct loom_shm *s, int from, int to, int mine, int *rc)
+static struct ring *ring_map(struct loom_comm *c, int from, int to, int mine, int *rc)
 {
+	struct loom_shm *s = c->shm;
 	struct ring **slot = mine ? &s->out[to] : &s->in[from];
 	_Atomic uint32_t *ready = &s->ready[from * s->nlocal + to];
 	char name[96];
@@ -334,7 +325,7 @@ static struct ring *ring_map(struct loom_shm *s, int from, int to, int mine, int
 		return *slot;
 	if (!mine && !atomic_load_explicit(ready, memory_order_acquire))
 		return NULL;
-	segment_name(s->c, from, to, name);
+	segment_name(c, from, to, name);
 	fd = mine ? loom_shm_segment_create(name, sizeof(struct ring))
 		  : loom_shm_segment_open(name, sizeof(struct ring), 0);
 	if (fd < 0) {
@@ -344,7 +335,7 @@ static struct ring *ring_map(struct loom_shm *s, int from, int to, int mine, int
 	p = mmap(NULL, sizeof(struct ring), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
-		LOOM_ERR("mmap of %s (ring %d -> %d of comm %s): %s", name, from, to, s->c->name,
+		LOOM_ERR("mmap of %s (ring %d -> %d of comm %s): %s", name, from, to, c->name,
 			 strerror(errno));
 		if (mine)
 			shm_unlink(name);
@@ -367,9 +358,10 @@ struct loom_bell *loom_shm_bell(struct loom_comm *c)
 	return &c->shm->bells[c->local_rank].bell;
 }
 
-int loom_shm_peer_pid(struct loom_comm *c, int local_idx)
+int loom_shm_peer_gone(struct loom_comm *c, int local_idx)
 {
-	return c->shm ? c->shm->bells[local_idx].pid : 0;
+	pid_t pid = c->shm ? c->shm->bells[local_idx].pid : 0;
+	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 int loom_shm_peer_asleep(struct loom_comm *c, int local_idx)
@@ -516,7 +508,7 @@ int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 	struct loom_shm *s = c->shm;
 	int me = c->local_rank, pl = c->local_idx[x->peer], moved = 0, rc;
 	if (x->kind == XSEND) {
-		struct ring *r = ring_map(s, me, pl, 1, &rc);
+		struct ring *r = ring_map(c, me, pl, 1, &rc);
 		if (!r)
 			return rc;
 		while (!(x->segdone > 0 && x->off == x->len)) {
@@ -540,7 +532,7 @@ int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 			moved = 1;
 		}
 	} else {
-		struct ring *r = ring_map(s, pl, me, 0, &rc);
+		struct ring *r = ring_map(c, pl, me, 0, &rc);
 		if (!r)
 			return rc;
 		size_t es = x->kind == XRECV_REDUCE ? loom_dtype_size(x->dt) : 1;
