@@ -186,6 +186,8 @@ int loom_native_world(loom_comm_t **world)
 				b.lazy_addresses ? &engine_hooks_pmix :
 #endif
 				&engine_hooks);
+	b.ip = NULL;    /* the engine's now */
+	b.port = NULL;
 	boot_free(&b);
 	memset(b.key, 0, sizeof b.key);
 	if (rc) {

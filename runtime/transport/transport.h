@@ -138,10 +138,12 @@ struct loom_engine_hooks {
 	int (*resolve)(struct loom_world *w, int peer, uint32_t *ip, uint16_t *port);
 };
 /* listen_fd (taken: kept open for the job's life, closed at destroy) and
- * every rank's address: connections are made on first use, authenticated
- * with key (copied, wiped at destroy) */
-int loom_engine_create(struct loom_world *w, int listen_fd, const uint32_t *ip,
-		       const uint16_t *port, const uint8_t *key, const struct loom_engine_hooks *hooks);
+ * every rank's address, ip and port (malloc'd arrays, taken: freed at
+ * destroy, or at once where hooks->resolve looks addresses up or the
+ * create fails): connections are made on first use, authenticated with
+ * key (copied, wiped at destroy) */
+int loom_engine_create(struct loom_world *w, int listen_fd, uint32_t *ip, uint16_t *port,
+		       const uint8_t *key, const struct loom_engine_hooks *hooks);
 void loom_engine_destroy(struct loom_world *w);
 void loom_tcp_post(struct loom_world *w, struct loom_treq *r);
 /* Take r back before completion; after it returns the engine no longer

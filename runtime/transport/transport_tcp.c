@@ -931,30 +931,25 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
-int loom_engine_create(struct loom_world *w, int listen_fd, const uint32_t *ip,
-		       const uint16_t *port, const uint8_t *key, const struct loom_engine_hooks *hooks)
+int loom_engine_create(struct loom_world *w, int listen_fd, uint32_t *ip, uint16_t *port,
+		       const uint8_t *key, const struct loom_engine_hooks *hooks)
 {
 	struct loom_engine *e = calloc(1, sizeof *e);
-	if (!e)
-		return LOOM_ERR_NOMEM;
-	e->p = calloc((size_t)w->size, sizeof *e->p);
-	if (e->p && ip && port && !hooks->resolve) {
-		e->ip = malloc((size_t)w->size * sizeof *e->ip);
-		e->port = malloc((size_t)w->size * sizeof *e->port);
-		if (e->ip && e->port) {
-			memcpy(e->ip, ip, (size_t)w->size * sizeof *e->ip);
-			memcpy(e->port, port, (size_t)w->size * sizeof *e->port);
-		} else {
-			free(e->p);
-			e->p = NULL;
-		}
+	if (hooks->resolve) {
+		/* each address is looked up at the peer's first dial */
+		free(ip);
+		free(port);
+		ip = NULL;
+		port = NULL;
 	}
-	if (!e->p) {
-		free(e->ip);
-		free(e->port);
+	if (!e || !(e->p = calloc((size_t)w->size, sizeof *e->p))) {
 		free(e);
+		free(ip);
+		free(port);
 		return LOOM_ERR_NOMEM;
 	}
+	e->ip = ip;
+	e->port = port;
 	pthread_mutex_init(&e->lock, NULL);
 	e->n = w->size;
 	e->hooks = hooks;
