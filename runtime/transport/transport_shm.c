@@ -41,13 +41,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NSLOT 16
@@ -174,6 +178,7 @@ int loom_shm_segment_create(const char *name, size_t size)
 /* the others wait for the leader's segment (never creating one) */
 int loom_shm_segment_open(const char *name, size_t size, double deadline)
 {
+	useconds_t nap = 100;
 	for (;;) {
 		int fd = shm_open(name, O_RDWR, 0), ok;
 		if (fd < 0 && errno != ENOENT) {
@@ -192,7 +197,11 @@ int loom_shm_segment_open(const char *name, size_t size, double deadline)
 			LOOM_ERR("shared memory %s: the node's first rank did not create it in time", name);
 			return -1;
 		}
-		usleep(1000);
+		/* a growing pause, 0.1 to 6.4 ms: many ranks of a node may wait
+		 * here while the first is still starting on the same cores */
+		usleep(nap);
+		if (nap < 6400)
+			nap *= 2;
 	}
 }
 
@@ -203,19 +212,27 @@ static void shm_free(struct loom_shm *s)
 	free(s);
 }
 
-/* 0 once every local rank has mapped the segment, -1 at the deadline */
+/* 0 once every local rank has mapped the segment, -1 at the deadline.
+ * A futex on the count itself, woken by the last rank to map it: up to
+ * 127 ranks of a node wait here while the slowest is still starting
+ * (oversubscribed, as under srun -O), and a waiter that polled would
+ * take the core from the very ranks it waits for. */
 static int wait_attached(struct loom_shm *s, double deadline)
 {
-	struct timespec nap = { 0, 50000 };
-	int spins = 0;
-	while (atomic_load(&s->hdr->attached) < (uint32_t)s->nlocal) {
-		if (++spins < 200)
-			continue;
-		if (loom_now() > deadline)
+	for (;;) {
+		uint32_t n = atomic_load(&s->hdr->attached);
+		double left = deadline - loom_now();
+		struct timespec ts;
+		if (n >= (uint32_t)s->nlocal)
+			return 0;
+		if (left <= 0)
 			return -1;
-		nanosleep(&nap, NULL);
+		if (left > 1)
+			left = 1;
+		ts.tv_sec = (time_t)left;
+		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+		syscall(SYS_futex, &s->hdr->attached, FUTEX_WAIT, n, &ts, NULL, 0);
 	}
-	return 0;
 }
 
 int loom_shm_attach(struct loom_comm *c)
@@ -257,8 +274,10 @@ int loom_shm_attach(struct loom_comm *c)
 	s->ready = (_Atomic uint32_t *)(s->fbox + nl);
 	s->bells[c->local_rank].pid = (int32_t)getpid();
 	n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
-	if (n == (uint32_t)nl)
+	if (n == (uint32_t)nl) {
 		shm_unlink(s->name);
+		syscall(SYS_futex, &s->hdr->attached, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+	}
 	/* Every local rank waits until all have it mapped: one that went on
 	 * and freed the communicator at once (a broadcast root's sends are
 	 * eager) would otherwise unlink the name under a peer still to open
