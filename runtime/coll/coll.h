@@ -20,6 +20,7 @@ struct loom_xctx {
 	struct loom_xreq *inl[16];  /* small operations allocate nothing */
 	struct loom_xreq pool[8];
 };
+#define LOOM_TAG_PHASE2 (1ull << 61)  /* a second phase posted ahead (ring allgather) */
 #define LOOM_TAG_CHECK (1ull << 62)
 #define LOOM_TAG_P2P (1ull << 63)
 void loom_x_begin(struct loom_xctx *x, struct loom_comm *c, const char *opname, uint64_t seq,
@@ -94,7 +95,7 @@ int loom_fbox_barrier(struct loom_comm *c, struct loom_opctx *o);
  * nothing done (the caller runs its ring algorithm). ---- */
 int loom_direct_allreduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
 			  loom_op_t op, struct loom_opctx *o, int *fallback);
-int loom_direct_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+int loom_direct_rs(struct loom_comm *c, const char *s, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
 		   struct loom_opctx *o, int *fallback);
 int loom_direct_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct loom_opctx *o,
 		   int *fallback);

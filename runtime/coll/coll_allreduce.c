@@ -109,12 +109,64 @@ static int ring_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct l
 	return loom_x_end(&x);
 }
 
+/* The allgather half of a TCP ring whose receives are all posted before
+ * the reduce-scatter begins, under a tag of their own. A left neighbour
+ * that ends its reduce-scatter first sends on at once; a receive not yet
+ * posted then costs an early-message buffer and a second copy of every
+ * byte (2 ranks, 64 MiB: a third of the bytes arrived so). Safe: the
+ * finished block b reaches this rank only after this rank's own
+ * reduce-scatter sent b on (it is upstream in b's chain), and nothing
+ * here reads b after that send. */
+static void ring_ag_post(struct loom_comm *c, struct loom_xctx *x, char *buf, size_t n, size_t es,
+			 int *h)
+{
+	int N = c->size, r = c->rank, left = (r + N - 1) % N, s;
+	for (s = 0; s < N - 1; s++) {
+		int rb = loom_mod(r - s, N);
+		h[s] = loom_x_recv(x, left, buf + loom_blk_off(n, N, rb) * es,
+				   loom_blk_cnt(n, N, rb) * es);
+	}
+}
+
+static int ring_ag_run(struct loom_comm *c, struct loom_xctx *x, char *buf, size_t n, size_t es,
+		       const int *h)
+{
+	int N = c->size, r = c->rank, right = (r + 1) % N, s, rc = 0;
+	for (s = 0; s < N - 1 && !rc; s++) {
+		int sb = loom_mod(r - s + 1, N);
+		if (s > 0 && (rc = loom_x_wait(x, h[s - 1])))
+			break;
+		loom_x_send(x, right, buf + loom_blk_off(n, N, sb) * es, loom_blk_cnt(n, N, sb) * es);
+	}
+	if (rc) {
+		loom_x_abandon(x);
+		return rc;
+	}
+	return loom_x_end(x);
+}
+
 static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
 			  struct loom_opctx *o)
 {
 	struct loom_opctx so = *o;
-	int rc = ring_rs(c, buf, n, dt, op, o);
-	return rc ? rc : ring_ag(c, buf, n, loom_dtype_size(dt), &so);
+	struct loom_xctx xg;
+	size_t es = loom_dtype_size(dt);
+	int N = c->size, rc, *h;
+	/* both ends of a hop see the same transport, so they agree on the tag */
+	if (loom_comm_uses_shm(c, (c->rank + N - 1) % N) || loom_comm_uses_shm(c, (c->rank + 1) % N) ||
+	    !(h = malloc((size_t)N * sizeof *h))) {
+		rc = ring_rs(c, buf, n, dt, op, o);
+		return rc ? rc : ring_ag(c, buf, n, es, &so);
+	}
+	loom_x_begin_o(&xg, c, &so, so.seq | LOOM_TAG_PHASE2);
+	ring_ag_post(c, &xg, buf, n, es, h);
+	rc = ring_rs(c, buf, n, dt, op, o);
+	if (rc)
+		loom_x_abandon(&xg);
+	else
+		rc = ring_ag_run(c, &xg, buf, n, es, h);
+	free(h);
+	return rc;
 }
 
 /* Lanes (every node holds as many ranks, plan.c): small, allreduce in
@@ -125,13 +177,13 @@ static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t
  * (all lanes at once: every rank carries 1/local_size of the inter-node
  * volume), the node's allgather spreads the blocks. Each element is reduced by one
  * chain of ranks and copied from there: bit-identical everywhere. */
-static int lanes_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt,
-			   loom_op_t op, struct loom_opctx *o, int large)
+static int lanes_allreduce(struct loom_comm *c, const char *s, char *buf, size_t n,
+			   loom_dtype_t dt, loom_op_t op, struct loom_opctx *o, int large)
 {
 	struct loom_opctx so = *o;
 	struct loom_comm *nc;
 	size_t es = loom_dtype_size(dt), off = 0, cnt = n;
-	int rc = loom_comm_ensure_hier(c), L, fallback, direct = 0;
+	int rc = loom_comm_ensure_hier(c), L, fallback = 1, direct = 0;
 	if (rc)
 		return rc;
 	nc = c->nodec;
@@ -139,16 +191,17 @@ static int lanes_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_
 	if (L > 1) {
 		int b = (nc->rank + 1) % L;  /* the block the ring leaves here */
 		so.seq = loom_op_enter(nc);
-		if (!large) {
-			rc = loom_coll_allreduce(nc, buf, buf, n, dt, op, &so);
-		} else if (loom_plan_direct(c->w->transport, L, 1, n * es)) {
-			rc = loom_direct_rs(nc, buf, n, dt, op, &so, &fallback);
-			if (!rc && !fallback)
-				b = nc->rank, direct = 1;
-			else if (!rc)
-				rc = ring_rs(nc, buf, n, dt, op, &so);
-		} else {
-			rc = ring_rs(nc, buf, n, dt, op, &so);
+		/* direct reads take the inputs where they are: at 64 MiB the copy
+		 * of s into buf was a fifth of a rank's time (4 ranks, 2 nodes) */
+		if (large && loom_plan_direct(c->w->transport, L, 1, n * es))
+			rc = loom_direct_rs(nc, s, buf, n, dt, op, &so, &fallback);
+		if (!rc && !fallback) {
+			b = nc->rank, direct = 1;
+		} else if (!rc) {
+			if (s != buf && n)
+				memcpy(buf, s, n * es);
+			rc = large ? ring_rs(nc, buf, n, dt, op, &so)
+				   : loom_coll_allreduce(nc, buf, buf, n, dt, op, &so);
 		}
 		if (rc)
 			return rc;
@@ -156,6 +209,8 @@ static int lanes_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_
 			off = loom_blk_off(n, L, b);
 			cnt = loom_blk_cnt(n, L, b);
 		}
+	} else if (s != buf && n) {
+		memcpy(buf, s, n * es);
 	}
 	so.seq = loom_op_enter(c->lanec);
 	if ((rc = loom_coll_allreduce(c->lanec, buf + off * es, buf + off * es, cnt, dt, op, &so)))
@@ -203,14 +258,17 @@ int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, l
 		if (rc || !fallback)
 			return rc;
 	}
+	/* the lanes copy s into r themselves where they need it */
+	if (alg == LOOM_ALG_LANES)
+		return lanes_allreduce(c, s, r, n, dt, op, o, 0);
+	if (alg == LOOM_ALG_LANES_RS)
+		return lanes_allreduce(c, s, r, n, dt, op, o, 1);
 	if (s != r && bytes)
 		memcpy(r, s, bytes);
 	switch (alg) {
 	case LOOM_ALG_TRIVIAL: return LOOM_SUCCESS;
 	case LOOM_ALG_FBOX: return loom_fbox_allreduce(c, r, n, dt, op, o);
 	case LOOM_ALG_HIER: return hier_allreduce(c, r, n, dt, op, o);
-	case LOOM_ALG_LANES: return lanes_allreduce(c, r, n, dt, op, o, 0);
-	case LOOM_ALG_LANES_RS: return lanes_allreduce(c, r, n, dt, op, o, 1);
 	case LOOM_ALG_RD: return rd_allreduce(c, r, n, dt, op, o);
 	default: return ring_allreduce(c, r, n, dt, op, o);  /* also direct's fallback */
 	}

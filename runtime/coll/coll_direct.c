@@ -196,18 +196,21 @@ int loom_direct_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 }
 
 /* the halves of allreduce, for the lanes (coll_allreduce.c): afterwards
- * rank r holds block r (loom_blk_*) of the node's reduction; then every
- * rank gets every block from its holder */
-int loom_direct_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
-		   struct loom_opctx *o, int *fallback)
+ * rank r holds block r (loom_blk_*) of the node's reduction in buf, read
+ * from the peers' inputs at s (s may be buf: in place; out of place, buf's
+ * other blocks are left as they were, for the allgather to fill: no copy of
+ * s into buf first); then every rank gets every block from its holder */
+int loom_direct_rs(struct loom_comm *c, const char *s, char *buf, size_t n, loom_dtype_t dt,
+		   loom_op_t op, struct loom_opctx *o, int *fallback)
 {
 	size_t es = loom_dtype_size(dt);
 	struct post *all;
 	int rc, N = c->size;
 	BEGIN(c, o, all, rc, fallback);
-	/* no barrier after: nobody writes a peer's block before the allgather meets */
-	if (!(rc = meet(c, o, buf, 1, all)))
-		rc = reduce_mine(c, o, all, buf, buf + loom_blk_off(n, N, c->rank) * es,
+	/* no barrier after: nobody writes a peer's block before the allgather
+	 * meets, and the inputs are the callers' until their operation ends */
+	if (!(rc = meet(c, o, s, 1, all)))
+		rc = reduce_mine(c, o, all, s, buf + loom_blk_off(n, N, c->rank) * es,
 				 loom_blk_off(n, N, c->rank), loom_blk_cnt(n, N, c->rank), dt, op);
 	free(all);
 	return rc;
