@@ -110,26 +110,27 @@ void loom_from_f32(void *dst, const float *src, size_t count, loom_dtype_t dtype
 		for (i = 0; i < count; i++) d[i] = loom_float_to_bf16(src[i]);
 }
 
+/* out[i] = a[i] op b[i]; out may be a (in place) */
 #define KERNELS(NAME, T, UT) \
-static void NAME(T *restrict a, const T *restrict b, size_t n, loom_op_t op) \
+static void NAME(T *out, const T *a, const T *restrict b, size_t n, loom_op_t op) \
 { \
 	size_t i; \
 	switch (op) { \
 	case LOOM_SUM: case LOOM_AVG: \
 		for (i = 0; i < n; i++) \
-			a[i] = (T)((UT)a[i] + (UT)b[i]); \
+			out[i] = (T)((UT)a[i] + (UT)b[i]); \
 		break; \
 	case LOOM_PROD: \
 		for (i = 0; i < n; i++) \
-			a[i] = (T)((UT)a[i] * (UT)b[i]); \
+			out[i] = (T)((UT)a[i] * (UT)b[i]); \
 		break; \
 	case LOOM_MIN: \
 		for (i = 0; i < n; i++) \
-			a[i] = b[i] < a[i] ? b[i] : a[i]; \
+			out[i] = b[i] < a[i] ? b[i] : a[i]; \
 		break; \
 	case LOOM_MAX: \
 		for (i = 0; i < n; i++) \
-			a[i] = b[i] > a[i] ? b[i] : a[i]; \
+			out[i] = b[i] > a[i] ? b[i] : a[i]; \
 		break; \
 	default: \
 		break; \
@@ -151,33 +152,39 @@ static float op_f(float a, float b, loom_op_t op)
 	}
 }
 
-void loom_reduce_local(void *inout, const void *in, size_t count, loom_dtype_t dtype, loom_op_t op)
+void loom_reduce_into(void *out, const void *a, const void *b, size_t count, loom_dtype_t dtype,
+		      loom_op_t op)
 {
 	size_t i;
 	switch (dtype) {
-	case LOOM_INT8: red_i8(inout, in, count, op); break;
-	case LOOM_INT32: red_i32(inout, in, count, op); break;
-	case LOOM_INT64: red_i64(inout, in, count, op); break;
-	case LOOM_FLOAT32: red_f32(inout, in, count, op); break;
-	case LOOM_FLOAT64: red_f64(inout, in, count, op); break;
+	case LOOM_INT8: red_i8(out, a, b, count, op); break;
+	case LOOM_INT32: red_i32(out, a, b, count, op); break;
+	case LOOM_INT64: red_i64(out, a, b, count, op); break;
+	case LOOM_FLOAT32: red_f32(out, a, b, count, op); break;
+	case LOOM_FLOAT64: red_f64(out, a, b, count, op); break;
 	case LOOM_FLOAT16: {
-		uint16_t *a = inout;
-		const uint16_t *b = in;
+		uint16_t *o = out;
+		const uint16_t *x = a, *y = b;
 		for (i = 0; i < count; i++)
-			a[i] = loom_float_to_half(op_f(loom_half_to_float(a[i]),
-						      loom_half_to_float(b[i]), op));
+			o[i] = loom_float_to_half(op_f(loom_half_to_float(x[i]),
+						       loom_half_to_float(y[i]), op));
 		break;
 	}
 	case LOOM_BFLOAT16: {
-		uint16_t *a = inout;
-		const uint16_t *b = in;
+		uint16_t *o = out;
+		const uint16_t *x = a, *y = b;
 		for (i = 0; i < count; i++)
-			a[i] = loom_float_to_bf16(op_f(loom_bf16_to_float(a[i]),
-						      loom_bf16_to_float(b[i]), op));
+			o[i] = loom_float_to_bf16(op_f(loom_bf16_to_float(x[i]),
+						       loom_bf16_to_float(y[i]), op));
 		break;
 	}
 	default: break;
 	}
+}
+
+void loom_reduce_local(void *inout, const void *in, size_t count, loom_dtype_t dtype, loom_op_t op)
+{
+	loom_reduce_into(inout, inout, in, count, dtype, op);
 }
 
 void loom_avg_finish(void *buf, size_t count, loom_dtype_t dtype, int n)

@@ -76,6 +76,9 @@ int loom_op_ok(int op);
 /* inout[i] = inout[i] op in[i]; AVG reduces as SUM; 16-bit floats via fp32
  * per element (one rounding per call). */
 void loom_reduce_local(void *inout, const void *in, size_t count, loom_dtype_t dtype, loom_op_t op);
+/* out = a op b, element by element (out may be a): a reduction and a copy in one pass */
+void loom_reduce_into(void *out, const void *a, const void *b, size_t count, loom_dtype_t dtype,
+		      loom_op_t op);
 /* AVG's last step: divide by n (integers truncate). */
 void loom_avg_finish(void *buf, size_t count, loom_dtype_t dtype, int n);
 void loom_to_f32(float *dst, const void *src, size_t count, loom_dtype_t dtype);
