@@ -55,6 +55,9 @@ struct loom_opctx {
 int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, loom_dtype_t dt,
 			loom_op_t op, struct loom_opctx *o);
 int loom_coll_bcast(struct loom_comm *c, void *buf, size_t bytes, int root, struct loom_opctx *o);
+/* the same, the root's data at src (src may be buf; the root's buf gets a copy) */
+int loom_coll_bcast_from(struct loom_comm *c, const void *src, void *buf, size_t bytes, int root,
+			 struct loom_opctx *o);
 int loom_coll_reduce(struct loom_comm *c, const void *s, void *r, size_t n, loom_dtype_t dt,
 		     loom_op_t op, int root, struct loom_opctx *o);
 int loom_coll_allgather(struct loom_comm *c, const void *s, void *r, size_t bytes,
@@ -103,10 +106,10 @@ int loom_direct_reduce_scatter(struct loom_comm *c, const char *s, char *r, size
 			       loom_dtype_t dt, loom_op_t op, struct loom_opctx *o, int *fallback);
 int loom_direct_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
 		       loom_op_t op, int root, struct loom_opctx *o, int *fallback);
-int loom_direct_bcast(struct loom_comm *c, char *buf, size_t bytes, int root,
+int loom_direct_bcast(struct loom_comm *c, const char *src, char *buf, size_t bytes, int root,
 		      struct loom_opctx *o, int *fallback);
-int loom_direct_allgather(struct loom_comm *c, char *r, size_t bytes, struct loom_opctx *o,
-			  int *fallback);
+int loom_direct_allgather(struct loom_comm *c, const char *src, char *r, size_t bytes,
+			  struct loom_opctx *o, int *fallback);
 int loom_direct_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
 			 struct loom_opctx *o, int *fallback);
 

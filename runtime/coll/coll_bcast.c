@@ -80,13 +80,37 @@ static int hier_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, st
 	return rc;
 }
 
+int loom_coll_bcast_from(struct loom_comm *c, const void *src, void *buf, size_t bytes, int root,
+			 struct loom_opctx *o)
+{
+	const char *s = src, *b = buf;
+	/* the root's copy into its own buffer: overlapped with the readers
+	 * where they read the root's memory directly, else first */
+	int apart = c->rank == root && s && s != b && (s + bytes <= b || b + bytes <= s);
+	switch (loom_plan_bcast(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c), bytes)) {
+	case LOOM_ALG_TRIVIAL:
+		break;
+	case LOOM_ALG_DIRECT: {
+		int fallback, rc = loom_direct_bcast(c, apart ? s : NULL, buf, bytes, root, o, &fallback);
+		if (rc || !fallback)
+			return rc;
+		break;
+	}
+	default:
+		break;
+	}
+	if (c->rank == root && s && s != b)
+		memmove(buf, src, bytes);
+	return loom_coll_bcast(c, buf, bytes, root, o);
+}
+
 int loom_coll_bcast(struct loom_comm *c, void *buf, size_t bytes, int root, struct loom_opctx *o)
 {
 	switch (loom_plan_bcast(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c), bytes)) {
 	case LOOM_ALG_TRIVIAL: return LOOM_SUCCESS;
 	case LOOM_ALG_FBOX: return loom_fbox_bcast(c, buf, bytes, root, o);
 	case LOOM_ALG_DIRECT: {
-		int fallback, rc = loom_direct_bcast(c, buf, bytes, root, o, &fallback);
+		int fallback, rc = loom_direct_bcast(c, NULL, buf, bytes, root, o, &fallback);
 		if (rc || !fallback)
 			return rc;
 		return chain_bcast(c, buf, bytes, root, o);

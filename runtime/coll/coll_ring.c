@@ -9,21 +9,28 @@
 int loom_coll_allgather(struct loom_comm *c, const void *s, void *rv, size_t bytes,
 			struct loom_opctx *o)
 {
-	char *r = rv;
+	char *r = rv, *mine = r + (size_t)c->rank * bytes;
+	const char *sc = s;
 	int N = c->size, me = c->rank, right = (me + 1) % N, left = (me + N - 1) % N, st, rc = 0;
 	struct loom_xctx x;
-	if ((const char *)s != r + (size_t)me * bytes && bytes)
-		memmove(r + (size_t)me * bytes, s, bytes);
+	if (N > 1 && loom_plan_direct(c->w->transport, N, c->nnodes, (size_t)N * bytes)) {
+		/* the peers read my part at s while I copy it into place, when
+		 * s lies outside r (else it is put in place first) */
+		int fallback, apart = sc + bytes <= r || r + (size_t)N * bytes <= sc;
+		if (!apart && sc != mine && bytes)
+			memmove(mine, s, bytes);
+		rc = loom_direct_allgather(c, apart ? sc : NULL, r, bytes, o, &fallback);
+		if (rc || !fallback)
+			return rc;
+		if (!apart)
+			sc = mine;  /* in place already */
+	}
+	if (sc != mine && bytes)
+		memmove(mine, sc, bytes);
 	if (N == 1)
 		return LOOM_SUCCESS;
 	if (loom_plan_fbox(c->w->transport, N, c->nnodes, bytes))
-		return loom_fbox_allgather(c, r + (size_t)me * bytes, r, bytes, o);
-	if (loom_plan_direct(c->w->transport, N, c->nnodes, (size_t)N * bytes)) {
-		int fallback;
-		rc = loom_direct_allgather(c, r, bytes, o, &fallback);
-		if (rc || !fallback)
-			return rc;
-	}
+		return loom_fbox_allgather(c, mine, r, bytes, o);
 	loom_x_begin_o(&x, c, o, o->seq);
 	for (st = 0; st < N - 1 && !rc; st++) {
 		int sb = loom_mod(me - st, N), rb = loom_mod(me - st - 1, N);

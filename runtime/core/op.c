@@ -199,9 +199,8 @@ int loom_op_run(struct loom_comm *c, const struct loom_opdesc *d)
 				loom_avg_finish(d->r, n, d->dt, c->size);
 			break;
 		case LOOM_OP_BCAST:
-			if (c->rank == d->root && d->s != d->r)
-				memmove(d->r, d->s, n * es);
-			rc = loom_coll_bcast(c, d->r, n * es, d->root, &o);
+			rc = loom_coll_bcast_from(c, c->rank == d->root ? d->s : NULL, d->r, n * es,
+						  d->root, &o);
 			break;
 		case LOOM_OP_ALLGATHER:
 			rc = loom_coll_allgather(c, d->s, d->r, n * es, &o);
