@@ -29,7 +29,7 @@ void loom_x_begin(struct loom_xctx *x, struct loom_comm *c, const char *opname, 
 	x->seq = seq;
 	x->tag = tag;
 	x->deadline = deadline;
-	x->started = loom_now();
+	x->started = loom_now_coarse();
 }
 
 void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_opctx *o,

@@ -187,8 +187,8 @@ int loom_shm_peer_asleep(struct loom_comm *c, int local_idx);
  * after announcing the sleep, so posters ring) */
 void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg);
 /* Fast boxes (small operations of a communicator inside one node): per
- * rank and operation parity, LOOM_FBOX_BYTES. writable: every peer (or
- * local_idx) is done with what my box of seq's parity held; mine: its data, to fill; post:
+ * rank, a few used in turn, LOOM_FBOX_BYTES each. writable: every peer (or
+ * local_idx) is done with what my box for seq held last; mine: its data, to fill; post:
  * publish it for seq; peek: local rank local_idx's data for seq, NULL
  * until posted (a different kind or length sets *mismatch, logged);
  * done: this rank read what it needed of seq (saw_all: it saw every peer

@@ -23,7 +23,8 @@ void loom_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 #define LOOM_TRACE(...) do { if (loom_log_level_v >= LOOM_LOG_TRACE) loom_log(LOOM_LOG_TRACE, __VA_ARGS__); } while (0)
 
 /* ---- sync.c: time, environment, futex bells ---- */
-double loom_now(void);  /* monotonic seconds */
+double loom_now(void);         /* monotonic seconds */
+double loom_now_coarse(void);  /* the same clock to the last tick (ms), cheaper: deadlines */
 double loom_env_double(const char *name, double dflt);
 uint64_t loom_mix64(uint64_t a, uint64_t b);
 
