@@ -1,6 +1,13 @@
 /* runtime/util/reduce_ops.c: element types, reduction kernels (dtype x op), and
  * IEEE half / bfloat16 conversions with round-to-nearest-even. Integer SUM
  * and PROD wrap around (two's complement), as unsigned arithmetic does. */
+/* The element-wise kernels are the inner loop of every large reduction;
+ * -O2 leaves them scalar (GCC 12's cheapest vector cost model will not
+ * check at run time whether out and a overlap). Each lane does the same
+ * IEEE operation as the scalar loop: the same bits. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
 #include "util/util.h"
 
 #include <string.h>
