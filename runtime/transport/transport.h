@@ -148,6 +148,8 @@ void loom_engine_destroy(struct loom_world *w);
 void loom_tcp_post(struct loom_world *w, struct loom_treq *r);
 /* Take r back before completion; after it returns the engine no longer
  * touches r or its buffer. */
+/* read what peer has sent, on this thread, if the engine is not at it */
+void loom_tcp_pull(struct loom_world *w, int peer);
 void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r);
 enum { CTL_ABORT = 2, CTL_STATUS_REQ = 3, CTL_STATUS_REP = 4, CTL_BYE = 5 };
 void loom_tcp_control(struct loom_world *w, int peer, int type, uint64_t ctx, int64_t a);
