@@ -704,7 +704,7 @@ void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
 /* A thread that waits for a small message from peer reads what is there
  * itself, unless the engine thread is at it (the lock is taken): the
  * bytes reach it without the engine thread's wake-up and the bell's
- * after it, two scheduler round trips on a busy core (docs/performance). */
+ * after it, two scheduler round trips on a busy core (docs/algorithms.md). */
 void loom_tcp_pull(struct loom_world *w, int peer)
 {
 	struct loom_engine *e = w->eng;
