@@ -11,7 +11,9 @@
  * the other quietly, and the lower one takes it and drops its own. Messages carry (communicator context,
  * tag) and are matched in FIFO order per sender; a message with no posted
  * receive is kept (eagerly) until one is posted. A sender also writes
- * directly when its queue is empty, so small messages skip the thread.
+ * directly when its queue is empty, and a receiver waiting for a small
+ * message reads the socket itself (loom_tcp_pull), so small messages skip
+ * the thread.
  *
  * Wire: 40-byte header {magic, type, ctx, tag, len, aux} then len bytes. */
 #include "comm/comm.h"  /* the world and communicator tables, read as data */
