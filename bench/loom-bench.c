@@ -574,6 +574,9 @@ int main(int argc, char **argv)
 		if (is_rooted(o.coll))
 			printf(", root %d", o.root);
 		printf(", iters %d, warmup %d%s\n", o.iters, o.warmup, o.check ? ", check" : "");
+		/* how srun placed the ranks: a "2 nodes" row means little without it */
+		if (getenv("SLURM_STEP_TASKS_PER_NODE"))
+			printf("# tasks per node: %s\n", getenv("SLURM_STEP_TASKS_PER_NODE"));
 		printf("# busbw = algbw * %s\n",
 		       o.coll == C_ALLREDUCE ? "2(n-1)/n" :
 		       is_rooted(o.coll) ? "1" : "(n-1)/n");

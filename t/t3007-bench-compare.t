@@ -67,6 +67,16 @@ test_expect_success 'the raw rows are loom-bench and gloo-bench nccl-tests rows'
 	fi
 '
 
+# regression: with 4 task slots a node, srun put "2x4" as 3 + 1
+test_expect_success 'each shape ran as many tasks on every node (2x4: 2 and 2, 2x8: 4 and 4)' '
+	grep -qx "# tasks per node: 2(x2)" "$TEST_TMP/c/raw/allreduce-2x4-loom-r1.txt" &&
+	grep -qx "# tasks per node: 4(x2)" "$TEST_TMP/c/raw/allreduce-2x8-loom-r1.txt" &&
+	grep -qx "# tasks per node: 2" "$TEST_TMP/c/raw/allreduce-1x2-loom-r1.txt" &&
+	if [ $have_gloo = 1 ]; then
+		grep -qx "# tasks per node: 2(x2)" "$TEST_TMP/c/raw/allreduce-2x4-gloo-r1.txt"
+	fi
+'
+
 test_expect_success 'compare.svg: well-formed, one panel per collective and shape, one line per peer' '
 	python3 -c "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); \
 		print(len(d.getElementsByTagName(\"polyline\")))" "$TEST_TMP/c/compare.svg" >"$TEST_TMP/n" &&
