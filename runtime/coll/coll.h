@@ -124,6 +124,7 @@ int loom_plan_direct(int transport, int size, int nnodes, size_t bytes);
 int loom_plan_allreduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
 			size_t count);
 int loom_plan_bcast(int transport, int size, int nnodes, int local_size_max, size_t bytes);
+int loom_plan_bcast_node_part(int transport, int size, size_t bytes);
 int loom_plan_reduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
 		     size_t count);
 int loom_plan_uses_hier(int transport, int size, int nnodes, int local_size_max);

@@ -56,6 +56,15 @@ static int chain_bcast(struct loom_comm *c, char *buf, size_t bytes, int root,
 	return loom_x_end(&x);
 }
 
+/* a node's part of a hierarchical broadcast: plan.c says why it differs */
+static int node_bcast(struct loom_comm *nc, char *buf, size_t bytes, int root,
+		      struct loom_opctx *o)
+{
+	if (loom_plan_bcast_node_part(nc->w->transport, nc->size, bytes) == LOOM_ALG_TREE)
+		return tree_bcast(nc, buf, bytes, root, o);
+	return loom_coll_bcast(nc, buf, bytes, root, o);
+}
+
 static int hier_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, struct loom_opctx *o)
 {
 	struct loom_opctx so = *o;
@@ -65,7 +74,7 @@ static int hier_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, st
 		return rc;
 	if (mine && c->nodec->size > 1) {
 		so.seq = loom_op_enter(c->nodec);
-		if ((rc = loom_coll_bcast(c->nodec, buf, bytes, c->local_idx[root], &so)))
+		if ((rc = node_bcast(c->nodec, buf, bytes, c->local_idx[root], &so)))
 			return rc;
 	}
 	if (c->leaderc && c->leaderc->size > 1) {
@@ -75,7 +84,7 @@ static int hier_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, st
 	}
 	if (!mine && c->nodec->size > 1) {
 		so.seq = loom_op_enter(c->nodec);
-		rc = loom_coll_bcast(c->nodec, buf, bytes, 0, &so);
+		rc = node_bcast(c->nodec, buf, bytes, 0, &so);
 	}
 	return rc;
 }

@@ -23,6 +23,10 @@
  *    reads of the peers' buffers (coll_direct.c), where the kernel
  *    allows them: a + b*g with a = three fast-box meetings and a few
  *    system calls, and each byte copied once, not through ring slots.
+ *  - inside the node part of a hierarchical broadcast, from 4 KiB up to
+ *    256 KiB: the rings' binomial tree, not direct reads. A ring send is
+ *    eager, direct reads end in a barrier of the node's ranks, and these
+ *    ranks also wait for TCP: a barrier a call is a wake-up of each.
  *  - across nodes with LOOM_TRANSPORT=auto and more than one rank on some
  *    node: hierarchical, because intra-node bytes are ~10x cheaper
  *    than TCP ones. Allreduce, when every node holds as many ranks (L):
@@ -96,6 +100,14 @@ int loom_plan_reduce(int transport, int size, int nnodes, int local_size_max, si
 	if (loom_plan_direct(transport, size, nnodes, bytes) && count >= (size_t)size)
 		return LOOM_ALG_DIRECT;
 	return plan_reduction(LOOM_ALG_TREE, transport, size, nnodes, local_size_max, bytes, count);
+}
+
+/* the node part of a hierarchical broadcast (a communicator in one node) */
+int loom_plan_bcast_node_part(int transport, int size, size_t bytes)
+{
+	if (size > 1 && transport != LOOM_TR_TCP && bytes > LOOM_FBOX_BYTES && bytes < 256 * 1024)
+		return LOOM_ALG_TREE;
+	return loom_plan_bcast(transport, size, 1, size, bytes);
 }
 
 int loom_plan_bcast(int transport, int size, int nnodes, int local_size_max, size_t bytes)

@@ -41,6 +41,9 @@ int main(void)
 	is_int(loom_plan_bcast(LOOM_TR_TCP, 4, 2, 2, 64), LOOM_ALG_TREE, "small broadcast: binomial tree");
 	is_int(loom_plan_bcast(LOOM_TR_TCP, 4, 2, 2, 1 << 20), LOOM_ALG_CHAIN, "large broadcast: pipelined chain");
 	is_int(loom_plan_bcast(LOOM_TR_TCP, 2, 2, 1, 1 << 20), LOOM_ALG_TREE, "two ranks: a direct send");
+	is_int(loom_plan_bcast_node_part(LOOM_TR_AUTO, 2, 32 << 10), LOOM_ALG_TREE, "a node's part of a hierarchical broadcast, 32 KiB: the rings, no closing barrier");
+	is_int(loom_plan_bcast_node_part(LOOM_TR_AUTO, 2, 64), LOOM_ALG_FBOX, "the node's part, 64 B: fast boxes");
+	is_int(loom_plan_bcast_node_part(LOOM_TR_AUTO, 2, 1 << 20), LOOM_ALG_DIRECT, "the node's part, 1 MiB: direct reads");
 	is_int(loom_plan_bcast(LOOM_TR_AUTO, 4, 2, 2, 1 << 20), LOOM_ALG_HIER, "broadcast across nodes: hierarchical");
 	/* blocks */
 	for (n = 1; n <= 7; n++)
