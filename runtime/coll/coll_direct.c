@@ -273,18 +273,20 @@ int loom_direct_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 	char *chunk;
 	BEGIN(c, o, all, rc, fallback);
 	chunk = me == root ? NULL : scratch(c, 1);
-	/* where the root's result goes, first (its input is read at its s);
-	 * a rank without its scratch says so here, and all give up alike */
-	if (!(rc = meet(c, o, me == root ? r : NULL, me == root || chunk, all))) {
-		root_r = all[root].addr;
+	/* One meeting: every input's address, where the root's result goes,
+	 * and whether each rank has its scratch (all give up alike). Every
+	 * rank reduces its block; the others write theirs into the root's
+	 * buffer chunk by chunk (no copy of the block, no gather after). A
+	 * root reducing in place is safe: block j of its buffer is read and
+	 * then written by rank j alone, chunk by chunk. The last barrier says
+	 * every write has landed. */
+	if (!(rc = meet2(c, o, s, me == root ? r : NULL, me == root || chunk, all))) {
+		root_r = all[root].out;
 		for (int i = 0; i < N; i++)
 			if (!all[i].ok)
 				rc = LOOM_ERR_NOMEM;
 	}
-	/* every rank reduces its block; the others write theirs into the
-	 * root's buffer chunk by chunk (no copy of the block, no gather
-	 * after); the last barrier says every write has landed */
-	if (!rc && !(rc = meet(c, o, s, 1, all)))
+	if (!rc)
 		rc = me == root ? reduce_mine(c, o, all, s, r + off * es, off, cnt, dt, op)
 				: reduce_mine_to(c, o, all, s, chunk, off, cnt, dt, op, root,
 						 root_r + off * es);
