@@ -55,7 +55,8 @@ struct loom_opctx {
 int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, loom_dtype_t dt,
 			loom_op_t op, struct loom_opctx *o);
 int loom_coll_bcast(struct loom_comm *c, void *buf, size_t bytes, int root, struct loom_opctx *o);
-/* the same, the root's data at src (src may be buf; the root's buf gets a copy) */
+/* the same, the root's data at src (NULL or buf: already there; else the root's buf
+ * gets a copy, which may overlap src) */
 int loom_coll_bcast_from(struct loom_comm *c, const void *src, void *buf, size_t bytes, int root,
 			 struct loom_opctx *o);
 int loom_coll_reduce(struct loom_comm *c, const void *s, void *r, size_t n, loom_dtype_t dt,

@@ -93,39 +93,34 @@ int loom_coll_bcast_from(struct loom_comm *c, const void *src, void *buf, size_t
 			 struct loom_opctx *o)
 {
 	const char *s = src, *b = buf;
-	/* the root's copy into its own buffer: overlapped with the readers
-	 * where they read the root's memory directly, else first */
-	int apart = c->rank == root && s && s != b && (s + bytes <= b || b + bytes <= s);
-	switch (loom_plan_bcast(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c), bytes)) {
-	case LOOM_ALG_TRIVIAL:
-		break;
-	case LOOM_ALG_DIRECT: {
-		int fallback, rc = loom_direct_bcast(c, apart ? s : NULL, buf, bytes, root, o, &fallback);
+	int copy = c->rank == root && s && s != b && bytes;
+	int alg = loom_plan_bcast(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c), bytes);
+	if (alg == LOOM_ALG_DIRECT) {
+		/* the readers read the root's source while the root copies it
+		 * into its own buffer, when the two do not overlap; else the
+		 * root's buffer is filled before anyone reads it */
+		int apart = copy && (s + bytes <= b || b + bytes <= s), fallback, rc;
+		if (copy && !apart) {
+			memmove(buf, src, bytes);
+			copy = 0;
+		}
+		rc = loom_direct_bcast(c, apart ? s : NULL, buf, bytes, root, o, &fallback);
 		if (rc || !fallback)
 			return rc;
-		break;
+		alg = LOOM_ALG_CHAIN;  /* direct reads refused here: the rings */
 	}
-	default:
-		break;
-	}
-	if (c->rank == root && s && s != b)
+	if (copy)
 		memmove(buf, src, bytes);
-	return loom_coll_bcast(c, buf, bytes, root, o);
-}
-
-int loom_coll_bcast(struct loom_comm *c, void *buf, size_t bytes, int root, struct loom_opctx *o)
-{
-	switch (loom_plan_bcast(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c), bytes)) {
+	switch (alg) {
 	case LOOM_ALG_TRIVIAL: return LOOM_SUCCESS;
 	case LOOM_ALG_FBOX: return loom_fbox_bcast(c, buf, bytes, root, o);
-	case LOOM_ALG_DIRECT: {
-		int fallback, rc = loom_direct_bcast(c, NULL, buf, bytes, root, o, &fallback);
-		if (rc || !fallback)
-			return rc;
-		return chain_bcast(c, buf, bytes, root, o);
-	}
 	case LOOM_ALG_HIER: return hier_bcast(c, buf, bytes, root, o);
 	case LOOM_ALG_TREE: return tree_bcast(c, buf, bytes, root, o);
 	default: return chain_bcast(c, buf, bytes, root, o);
 	}
+}
+
+int loom_coll_bcast(struct loom_comm *c, void *buf, size_t bytes, int root, struct loom_opctx *o)
+{
+	return loom_coll_bcast_from(c, NULL, buf, bytes, root, o);
 }

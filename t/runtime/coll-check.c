@@ -307,6 +307,30 @@ static void t_bcast(loom_dtype_t dt, size_t n, int ip, int root)
 	free(s);
 }
 
+/* regression: the root's source overlaps its result (r = s - n/3
+ * elements): the root moves it into place before any peer reads r; the
+ * direct reads once let the peers read r first */
+static void t_bcast_shifted(loom_dtype_t dt, size_t n, int root)
+{
+	size_t es = loom_dtype_size(dt), i, k = n / 3;
+	loom_op_t op = LOOM_SUM;
+	char *buf = malloc((n + k) * es + 1), *r = buf, *s = R == root ? buf + k * es : buf;
+	int rc, ip = 0;  /* neither in place nor apart: reported as out-of-place */
+	memset(buf, 0x7b, (n + k) * es);
+	if (R == root)
+		for (i = 0; i < n; i++)
+			put(s, dt, i, val(root, i, dt, op));
+	rc = loom_broadcast(s, r, n, dt, root, W);
+	CHECK_RC(rc, "broadcast");
+	for (i = 0; i < n; i++)
+		if (!close_enough(get(r, dt, i), val(root, i, dt, op), dt)) {
+			fail("broadcast, source overlapping the result", dt, op, n, ip,
+			     "got %g want %g", get(r, dt, i), val(root, i, dt, op));
+			break;
+		}
+	free(buf);
+}
+
 static void t_allgather(loom_dtype_t dt, size_t n, int ip)
 {
 	size_t es = loom_dtype_size(dt), i;
@@ -437,6 +461,8 @@ static int mode_coll(size_t maxcount)
 	t_identical(1000, LOOM_FLOAT32);
 	t_identical(100003, LOOM_FLOAT32);
 	t_identical(50001, LOOM_FLOAT64);
+	t_bcast_shifted(LOOM_INT32, 70001, N - 1);
+	t_bcast_shifted(LOOM_FLOAT64, 1000, 0);
 	/* a few MiB: the pipelined / chunked paths */
 	if (big) {
 		t_allreduce(LOOM_FLOAT32, LOOM_SUM, big, 0);
