@@ -41,17 +41,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
-#include <stdint.h>
-#include <time.h>
 #include <unistd.h>
 
 #define NSLOT 16
@@ -231,16 +227,11 @@ static int wait_attached(struct loom_shm *s, double deadline)
 	for (;;) {
 		uint32_t n = atomic_load(&s->hdr->attached);
 		double left = deadline - loom_now();
-		struct timespec ts;
 		if (n >= (uint32_t)s->nlocal)
 			return 0;
 		if (left <= 0)
 			return -1;
-		if (left > 1)
-			left = 1;
-		ts.tv_sec = (time_t)left;
-		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
-		syscall(SYS_futex, &s->hdr->attached, FUTEX_WAIT, n, &ts, NULL, 0);
+		loom_futex_wait(&s->hdr->attached, n, left < 1 ? left : 1);
 	}
 }
 
@@ -285,7 +276,7 @@ int loom_shm_attach(struct loom_comm *c)
 	n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
 	if (n == (uint32_t)nl) {
 		shm_unlink(s->name);
-		syscall(SYS_futex, &s->hdr->attached, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		loom_futex_wake_all(&s->hdr->attached);
 	}
 	/* Every local rank waits until all have it mapped: one that went on
 	 * and freed the communicator at once (a broadcast root's sends are

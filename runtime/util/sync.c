@@ -52,23 +52,35 @@ uint64_t loom_mix64(uint64_t a, uint64_t b)
 	return z ^ (z >> 31);
 }
 
-void loom_bell_ring(struct loom_bell *b)
-{
-	atomic_fetch_add_explicit(&b->seq, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&b->waiters, memory_order_seq_cst))
-		syscall(SYS_futex, &b->seq, FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
-}
-
-void loom_bell_wait(struct loom_bell *b, uint32_t seen, double timeout_s)
+void loom_futex_wait(_Atomic uint32_t *word, uint32_t seen, double timeout_s)
 {
 	struct timespec ts;
 	if (timeout_s <= 0)
 		return;
 	ts.tv_sec = (time_t)timeout_s;
 	ts.tv_nsec = (long)((timeout_s - (double)ts.tv_sec) * 1e9);
+	syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+void loom_futex_wake_all(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+}
+
+void loom_bell_ring(struct loom_bell *b)
+{
+	atomic_fetch_add_explicit(&b->seq, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&b->waiters, memory_order_seq_cst))
+		loom_futex_wake_all(&b->seq);
+}
+
+void loom_bell_wait(struct loom_bell *b, uint32_t seen, double timeout_s)
+{
+	if (timeout_s <= 0)
+		return;
 	atomic_fetch_add_explicit(&b->waiters, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&b->seq, memory_order_seq_cst) == seen)
-		syscall(SYS_futex, &b->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
+		loom_futex_wait(&b->seq, seen, timeout_s);
 	atomic_fetch_sub_explicit(&b->waiters, 1, memory_order_seq_cst);
 }
 

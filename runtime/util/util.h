@@ -42,6 +42,12 @@ void loom_sha256(const void *msg, size_t len, uint8_t out[32]);
 void loom_hex_encode(const uint8_t *in, size_t n, char *out);
 size_t loom_hex_decode(const char *in, uint8_t *out, size_t n);
 
+/* A futex on a 32-bit word (shared across processes when the word is in
+ * shared memory): sleep while it still reads seen, up to timeout_s; wake
+ * every sleeper. */
+void loom_futex_wait(_Atomic uint32_t *word, uint32_t seen, double timeout_s);
+void loom_futex_wake_all(_Atomic uint32_t *word);
+
 /* A bell: a counter a waiter sleeps on (futex, also across processes when
  * it lives in shared memory). Ring it after changing what a waiter checks. */
 struct loom_bell {
