@@ -298,22 +298,36 @@ static double nap_of(const struct loom_xctx *x, double now, double next_check)
 	return nap;
 }
 
+/* What is left to wait for: TCP bytes (whole segments), whether any
+ * transfer over shared memory is left, the first TCP receive's peer */
+static size_t tcp_left(const struct loom_xctx *x, int *shm, int *recv_peer)
+{
+	size_t left = 0;
+	int i;
+	*shm = 0;
+	*recv_peer = -1;
+	for (i = 0; i < x->n; i++) {
+		const struct loom_xreq *q = x->x[i];
+		if (q->done)
+			continue;
+		if (q->shm) {
+			*shm = 1;
+			continue;
+		}
+		left += (size_t)(q->nseg - q->segdone) * SEG;
+		if (q->kind != XSEND && *recv_peer < 0)
+			*recv_peer = q->peer;
+	}
+	return left;
+}
+
 /* Small TCP receives left: read their peers' sockets here rather than
  * wait for the engine thread to (loom_tcp_pull). 8 B allreduce, 4 ranks on
  * 2 nodes of 2 cores: the hop over TCP was two wake-ups long. */
 static void pull_small(struct loom_xctx *x)
 {
-	size_t left = 0;
-	int i, peer = -1;
-	for (i = 0; i < x->n; i++) {
-		const struct loom_xreq *q = x->x[i];
-		if (q->done || q->shm)
-			continue;
-		left += (size_t)(q->nseg - q->segdone) * SEG;
-		if (q->kind != XSEND && peer < 0)
-			peer = q->peer;
-	}
-	if (peer >= 0 && left <= SEG)
+	int shm, peer;
+	if (tcp_left(x, &shm, &peer) <= SEG && peer >= 0)
 		loom_tcp_pull(x->c->w, x->c->wrank[peer]);
 }
 
@@ -325,17 +339,8 @@ static void pull_small(struct loom_xctx *x)
  * 64 MiB: a tenth of the time went to sched_yield). */
 static int tcp_bulk(const struct loom_xctx *x)
 {
-	size_t left = 0;
-	int i;
-	for (i = 0; i < x->n; i++) {
-		const struct loom_xreq *q = x->x[i];
-		if (q->done)
-			continue;
-		if (q->shm)
-			return 0;
-		left += (size_t)(q->nseg - q->segdone) * SEG;
-	}
-	return left >= 64 * 1024;
+	int shm, peer;
+	return tcp_left(x, &shm, &peer) >= 64 * 1024 && !shm;
 }
 
 int loom_x_wait(struct loom_xctx *x, int handle)
