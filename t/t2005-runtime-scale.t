@@ -87,6 +87,13 @@ test_expect_success '128 ranks: no rank made the engine state of more than 4 cei
 	test "$max" -ge 1 && test "$max" -le 33
 '
 
+# rank tables: the world's node map and every communicator's rank maps
+# (world, its node/leader/lane parts, the split by r % k) are rules for a
+# block placement, not 4 bytes a member (runtime/comm/rankmap.h)
+test_expect_success '128 ranks: the rank tables of every communicator take no per-rank memory' '
+	test $(grep -c "the rank tables of the world and its [0-9]* communicator(s) take 0 bytes" "$TEST_TMP/o") = 128
+'
+
 test_expect_success 'the descriptor check can fail: a bound below what 64 ranks hold is reported' '
 	! t_srun --mpi=pmix -O -N2 -n64 $SC fds 8 >"$TEST_TMP/o" 2>&1 &&
 	grep -q "FAIL [0-9]* descriptors open, over the limit of 8" "$TEST_TMP/o"

@@ -61,7 +61,7 @@ static inline struct loom_flight_slot *flight_of(struct loom_comm *c)
 		c->flight_tried = 1;
 		c->flight = loom_flight_slot_new(c->w ? c->w->rank : c->rank,
 						 c->w && c->w->size ? c->w->size : c->size, c->name,
-						 c->ctx, c->rank, c->size, c->wrank ? c->wrank[0] : 0);
+						 c->ctx, c->rank, c->size, c->wr.n ? loom_comm_wrank(c, 0) : 0);
 	}
 	return c->flight;
 }

@@ -96,9 +96,15 @@ static int wrap(MPI_Comm mc, struct loom_world *w, const char *name, double time
 		return rc;
 	}
 	node_fields(c, all);
-	if ((c->wrank = malloc((size_t)c->size * sizeof *c->wrank)))
-		for (int i = 0; i < c->size; i++)
-			c->wrank[i] = all[i].wrank;
+	{
+		int *wr = malloc((size_t)c->size * sizeof *wr);
+		if (wr) {
+			for (int i = 0; i < c->size; i++)
+				wr[i] = all[i].wrank;
+			loom_rankmap_set(&c->wr, c->size, wr);
+			free(wr);
+		}
+	}
 	free(all);
 	pthread_mutex_lock(&w->comms_lock);
 	c->next = w->comms;
@@ -131,7 +137,7 @@ static void destroy(struct loom_comm *c)
 	MPI_Comm_free(&m->comm);
 	UL();
 	free(m);
-	free(c->wrank);
+	loom_rankmap_free(&c->wr);
 	free(c);
 }
 

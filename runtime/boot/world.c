@@ -47,7 +47,7 @@ static int boot_single(struct loom_boot *b)
 
 static void world_free(struct loom_world *w)
 {
-	free(w->node_of);
+	loom_rankmap_free(&w->node_of);
 	free(w->node_names);
 	pthread_mutex_destroy(&w->comms_lock);
 	free(w);
@@ -60,13 +60,16 @@ static void world_free(struct loom_world *w)
 static int number_nodes(struct loom_world *w, char (*nodename)[64])
 {
 	size_t cap = 16, mask, k;
-	int *first, i;
+	int *first, i, *node_of = malloc((size_t)w->size * sizeof *node_of);
 	while (cap < 2 * (size_t)w->size)
 		cap *= 2;
 	mask = cap - 1;
 	first = malloc(cap * sizeof *first);
-	if (!first)
+	if (!first || !node_of) {
+		free(first);
+		free(node_of);
 		return LOOM_ERR_NOMEM;
+	}
 	for (k = 0; k < cap; k++)
 		first[k] = -1;
 	for (i = 0; i < w->size; i++) {
@@ -79,19 +82,21 @@ static int number_nodes(struct loom_world *w, char (*nodename)[64])
 			;
 		if (first[k] < 0) {
 			first[k] = i;
-			w->node_of[i] = w->nnodes++;
+			node_of[i] = w->nnodes++;
 		} else {
-			w->node_of[i] = w->node_of[first[k]];
+			node_of[i] = node_of[first[k]];
 		}
 	}
+	free(first);
+	/* a rule, not N ints, for block and cyclic placements (rankmap.h) */
 	w->node_names = malloc((size_t)w->nnodes * sizeof *w->node_names);
-	if (!w->node_names) {
-		free(first);
+	if (!w->node_names || loom_rankmap_set(&w->node_of, w->size, node_of)) {
+		free(node_of);
 		return LOOM_ERR_NOMEM;
 	}
 	for (i = 0; i < w->size; i++)
-		memcpy(w->node_names[w->node_of[i]], nodename[i], sizeof w->node_names[0]);
-	free(first);
+		memcpy(w->node_names[node_of[i]], nodename[i], sizeof w->node_names[0]);
+	free(node_of);
 	return LOOM_SUCCESS;
 }
 
@@ -164,9 +169,8 @@ int loom_native_world(loom_comm_t **world)
 	w->size = b.size;
 	w->nonce = b.nonce;
 	memcpy(w->shm_key, b.shm_key, sizeof w->shm_key);
-	w->node_of = calloc((size_t)w->size, sizeof *w->node_of);
 	ranks = calloc((size_t)w->size, sizeof *ranks);
-	if (!w->node_of || !ranks) {
+	if (!ranks) {
 		free(ranks);
 		boot_free(&b);
 		world_free(w);
@@ -180,7 +184,7 @@ int loom_native_world(loom_comm_t **world)
 		world_free(w);
 		return rc;
 	}
-	loom_log_identity(w->rank, w->size, w->node_names[w->node_of[w->rank]]);
+	loom_log_identity(w->rank, w->size, w->node_names[loom_world_node_of(w, w->rank)]);
 	rc = loom_engine_create(w, b.listen_fd, b.ip, b.port, b.key,
 #ifdef HAVE_PMIX
 				b.lazy_addresses ? &engine_hooks_pmix :
@@ -231,6 +235,19 @@ int loom_native_finalize(loom_comm_t *world)
 		if (loom_native_coll(world, &bar, NULL) != LOOM_SUCCESS)
 			LOOM_INFO("finalize: the closing barrier failed; closing anyway");
 		world->timeout = t;
+	}
+	if (loom_log_level_v >= LOOM_LOG_INFO) {
+		/* what docs/scale.md "Memory per process" says stays O(1) for
+		 * regular communicators: checked at scale by t2005 */
+		struct loom_comm *c;
+		size_t bytes = loom_rankmap_bytes(&w->node_of);
+		int ncomm = 0;
+		pthread_mutex_lock(&w->comms_lock);
+		for (c = w->comms; c; c = c->next, ncomm++)
+			bytes += loom_comm_table_bytes(c);
+		pthread_mutex_unlock(&w->comms_lock);
+		LOOM_INFO("finalize: the rank tables of the world and its %d communicator(s) take %zu bytes",
+			  ncomm, bytes);
 	}
 	for (;;) {
 		struct loom_comm *c;

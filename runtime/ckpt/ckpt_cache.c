@@ -140,13 +140,13 @@ int ck_cache_open(loom_ckpt_t *ck)
 int ck_is_leader(const loom_ckpt_t *ck)
 {
 	const loom_comm_t *c = ck->comm;
-	return c->leaders[c->node_pos[ck->rank]] == ck->rank;
+	return loom_comm_leader(c, loom_comm_node_pos(c, ck->rank)) == ck->rank;
 }
 
 const char *ck_node_name(const loom_ckpt_t *ck, int rank)
 {
 	const loom_comm_t *c = ck->comm;
-	return c->w->node_names[c->w->node_of[c->wrank[rank]]];
+	return c->w->node_names[loom_world_node_of(c->w, loom_comm_wrank(c, rank))];
 }
 
 /* DIR/.loom-node-NAME, NAME made safe for a file name */
@@ -183,8 +183,8 @@ int ck_cache_check(loom_ckpt_t *ck)
 		return rc;
 	for (int n = 0; ck_is_leader(ck) && n < c->nnodes; n++) {
 		struct stat st;
-		const char *name = ck_node_name(ck, c->leaders[n]);
-		if (c->leaders[n] == ck->rank)
+		const char *name = ck_node_name(ck, loom_comm_leader(c, n));
+		if (loom_comm_leader(c, n) == ck->rank)
 			continue;
 		node_mark(ck, name, p, sizeof p);
 		if (lstat(p, &st) == 0 && !other[0])
@@ -207,14 +207,14 @@ static int partner_copy(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
 	loom_comm_t *c = ck->comm;
 	const ckpt_plan_t *p = &op->p;
-	int nn = c->nnodes, pos = c->node_pos[ck->rank], to = c->leaders[(pos + 1) % nn];
+	int nn = c->nnodes, pos = loom_comm_node_pos(c, ck->rank), to = loom_comm_leader(c, (pos + 1) % nn);
 	int from = (pos + nn - 1) % nn, nin = 0, *in = NULL, rc = LOOM_SUCCESS;
 	char *obuf = NULL, **ibuf = NULL;
 	loom_request_t **q = NULL;
 	if (ck_is_leader(ck) && !(in = calloc((size_t)p->naggr + 1, sizeof *in)))
 		rc = LOOM_ERR_NOMEM;
 	for (int j = 0; in && j < p->naggr; j++)
-		if (c->node_pos[p->aggr[j]] == from)
+		if (loom_comm_node_pos(c, p->aggr[j]) == from)
 			in[nin++] = j;
 	if (!rc && p->my_aggr >= 0 && !(obuf = malloc(p->window)))
 		rc = LOOM_ERR_NOMEM;
@@ -283,7 +283,7 @@ static int write_pieces(loom_ckpt_t *ck, const ck_op_t *op, long long step, cons
 {
 	const loom_comm_t *c = ck->comm;
 	const ckpt_plan_t *p = &op->p;
-	int nn = c->nnodes, pos = c->node_pos[ck->rank], from = (pos + nn - 1) % nn, rc;
+	int nn = c->nnodes, pos = loom_comm_node_pos(c, ck->rank), from = (pos + nn - 1) % nn, rc;
 	size_t cap = 256 + (size_t)p->naggr * 160, at;
 	char *text = malloc(cap);
 	if (!text)
@@ -291,7 +291,7 @@ static int write_pieces(loom_ckpt_t *ck, const ck_op_t *op, long long step, cons
 	at = (size_t)snprintf(text, cap, "%s\nstep %lld\nnode %s\ntotal %" PRIu64 "\n", CKPT_PIECES_HEADER,
 			      step, ck_node_name(ck, ck->rank), p->base[ck->nt]);
 	for (int j = 0; j < p->naggr; j++) {
-		int np = c->node_pos[p->aggr[j]];
+		int np = loom_comm_node_pos(c, p->aggr[j]);
 		if (p->dom[j + 1] == p->dom[j] || (np != pos && (!ck->partner || np != from)))
 			continue;
 		if (np == pos)

@@ -257,7 +257,7 @@ static int choose(const loom_ckpt_t *ck, const census_t *c, long long s, piece_t
 		size_t at = 0;
 		/* the nodes of this job whose cache has no copy of s */
 		for (int p = 0; p < ck->comm->nnodes && at + 80 < sizeof miss; p++) {
-			int l = ck->comm->leaders[p], has = 0;
+			int l = loom_comm_leader(ck->comm, p), has = 0;
 			for (int64_t i = 0; i < c->per; i++)
 				has |= c->e[((size_t)l * (size_t)c->per + (size_t)i) * EW + E_STEP] == s;
 			if (!has)
@@ -297,9 +297,9 @@ static int pieces_to_domains(const loom_ckpt_t *ck, const piece_t *v, int np, ck
 		 * copies lie in the same files) */
 		if (i > 0 && v[i].holder == v[i - 1].holder)
 			continue;
-		int pos = c->node_pos[v[i].holder], want = used[pos]++, r, k = 0;
+		int pos = loom_comm_node_pos(c, v[i].holder), want = used[pos]++, r, k = 0;
 		for (r = 0; r < c->size; r++)
-			if (c->node_pos[r] == pos && k++ == want)
+			if (loom_comm_node_pos(c, r) == pos && k++ == want)
 				break;
 		if (r == c->size) {
 			snprintf(why, whylen, "node %s holds more cached pieces (%d) than it has ranks",

@@ -68,13 +68,13 @@ static int node_bcast(struct loom_comm *nc, char *buf, size_t bytes, int root,
 static int hier_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, struct loom_opctx *o)
 {
 	struct loom_opctx so = *o;
-	int rc = loom_comm_ensure_hier(c), rootnode = c->node_pos[root];
-	int mine = c->node_pos[c->rank] == rootnode;
+	int rc = loom_comm_ensure_hier(c), rootnode = loom_comm_node_pos(c, root);
+	int mine = loom_comm_node_pos(c, c->rank) == rootnode;
 	if (rc)
 		return rc;
 	if (mine && c->nodec->size > 1) {
 		so.seq = loom_op_enter(c->nodec);
-		if ((rc = node_bcast(c->nodec, buf, bytes, c->local_idx[root], &so)))
+		if ((rc = node_bcast(c->nodec, buf, bytes, loom_comm_local_idx(c, root), &so)))
 			return rc;
 	}
 	if (c->leaderc && c->leaderc->size > 1) {

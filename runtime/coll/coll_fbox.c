@@ -62,7 +62,7 @@ static int fb_post(struct fb *f, const void *data)
 		for (i = 0; i < c->size; i++) {
 			if (i == c->rank)
 				continue;
-			f->lidx = c->local_idx[i];
+			f->lidx = loom_comm_local_idx(c, i);
 			if ((rc = loom_x_wait_shm(&f->x, i, writable, f)))
 				return rc;
 		}
@@ -75,7 +75,7 @@ static int fb_post(struct fb *f, const void *data)
 /* rank's posted data (mine from my own box) */
 static const void *fb_get(struct fb *f, int rank, int *rc)
 {
-	f->lidx = f->c->local_idx[rank];
+	f->lidx = loom_comm_local_idx(f->c, rank);
 	if (rank == f->c->rank)
 		return loom_shm_fbox_mine(f->c, f->seq);
 	if ((*rc = loom_x_wait_shm(&f->x, rank, posted, f)))

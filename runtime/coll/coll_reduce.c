@@ -89,8 +89,8 @@ static int hier_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 {
 	struct loom_opctx so = *o;
 	size_t bytes = n * loom_dtype_size(dt);
-	int rc = loom_comm_ensure_hier(c), rootnode = c->node_pos[root];
-	int leader = c->local_rank == 0, on_root_node = c->node_pos[c->rank] == rootnode;
+	int rc = loom_comm_ensure_hier(c), rootnode = loom_comm_node_pos(c, root);
+	int leader = c->local_rank == 0, on_root_node = loom_comm_node_pos(c, c->rank) == rootnode;
 	char *acc = NULL;
 	if (rc)
 		return rc;
@@ -109,12 +109,12 @@ static int hier_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 		so.seq = loom_op_enter(c->leaderc);
 		rc = loom_coll_reduce(c->leaderc, acc, acc, n, dt, op, rootnode, &so);
 	}
-	if (!rc && on_root_node && c->leaders[rootnode] != root) {
+	if (!rc && on_root_node && loom_comm_leader(c, rootnode) != root) {
 		struct loom_xctx x;
 		so.seq = loom_op_enter(c->nodec);
 		loom_x_begin_o(&x, c->nodec, &so, so.seq);
 		if (leader)
-			loom_x_send(&x, c->local_idx[root], acc, bytes);
+			loom_x_send(&x, loom_comm_local_idx(c, root), acc, bytes);
 		else if (c->rank == root)
 			loom_x_recv(&x, 0, r, bytes);
 		rc = loom_x_end(&x);

@@ -132,7 +132,7 @@ static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, l
 			struct loom_treq *t = &q->segs[k];
 			size_t off = (size_t)k * SEG;
 			t->kind = kind == XSEND ? TREQ_SEND : TREQ_RECV;
-			t->peer = c->wrank[peer];
+			t->peer = loom_comm_wrank(c, peer);
 			t->ctx = c->ctx;
 			t->tag = x->tag;
 			t->buf = base + off;
@@ -212,9 +212,9 @@ static int peer_dead(struct loom_comm *c, int peer)
 {
 	if (peer == c->rank)
 		return 0;
-	if (loom_tcp_peer_gone(c->w, c->wrank[peer]))
+	if (loom_tcp_peer_gone(c->w, loom_comm_wrank(c, peer)))
 		return 1;
-	return c->local_idx[peer] >= 0 && loom_shm_peer_gone(c, c->local_idx[peer]);
+	return loom_comm_local_idx(c, peer) >= 0 && loom_shm_peer_gone(c, loom_comm_local_idx(c, peer));
 }
 
 static void poison(struct loom_comm *c, int status)
@@ -328,7 +328,7 @@ static void pull_small(struct loom_xctx *x)
 {
 	int shm, peer;
 	if (tcp_left(x, &shm, &peer) <= SEG && peer >= 0)
-		loom_tcp_pull(x->c->w, x->c->wrank[peer]);
+		loom_tcp_pull(x->c->w, loom_comm_wrank(x->c, peer));
 }
 
 /* 1 when what is left to wait for is TCP bulk only (64 KiB or more, no
@@ -395,7 +395,7 @@ int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 	struct loom_comm *c = x->c;
 	struct loom_backoff b;
 	double next_check = 0;
-	int f, lidx = c->local_idx[peer];
+	int f, lidx = loom_comm_local_idx(c, peer);
 	loom_backoff_reset(&b);
 	for (;;) {
 		double now;
@@ -450,7 +450,7 @@ static void append_ranks(char *out, size_t cap, const struct loom_comm *c, const
 			len += (size_t)snprintf(out + len, cap - len, "%s%d", i ? "," : "", r[i]);
 		else
 			len += (size_t)snprintf(out + len, cap - len, "%s%d (world %d)", i ? "," : "",
-						r[i], c->wrank[r[i]]);
+						r[i], loom_comm_wrank(c, r[i]));
 	}
 }
 
@@ -464,21 +464,32 @@ static int ask_late(struct loom_comm *q, uint64_t seq, int *late, int *nl, int *
 	struct loom_bell *bell = loom_comm_bell(q);
 	double until = loom_now() + 1.0;
 	int i, nq = 0;
+	_Atomic int64_t *rep = atomic_load(&q->status_rep);
 	*nl = *nm = 0;
-	if (!q->w->eng || q->size < 2 || !q->status_rep)
+	if (!q->w->eng || q->size < 2)
 		return 0;
+	if (!rep) {  /* made by the first diagnosis: no O(n) table in every communicator */
+		_Atomic int64_t *fresh = calloc((size_t)q->size, sizeof *fresh), *none = NULL;
+		if (!fresh)
+			return 0;
+		for (i = 0; i < q->size; i++)
+			atomic_store(&fresh[i], -2);
+		if (!atomic_compare_exchange_strong(&q->status_rep, &none, fresh))
+			free((void *)fresh);
+		rep = atomic_load(&q->status_rep);
+	}
 	for (i = 0; i < q->size; i++)
-		atomic_store(&q->status_rep[i], -2);
+		atomic_store(&rep[i], -2);
 	for (i = 0; i < q->size; i++)
-		if (i != q->rank && !loom_tcp_peer_gone(q->w, q->wrank[i])) {
-			loom_tcp_control(q->w, q->wrank[i], CTL_STATUS_REQ, q->ctx, (int64_t)seq);
+		if (i != q->rank && !loom_tcp_peer_gone(q->w, loom_comm_wrank(q, i))) {
+			loom_tcp_control(q->w, loom_comm_wrank(q, i), CTL_STATUS_REQ, q->ctx, (int64_t)seq);
 			nq++;
 		}
 	while (nq && loom_now() < until) {
 		uint32_t seen = atomic_load(&bell->seq);
 		int got = 0;
 		for (i = 0; i < q->size; i++)
-			if (i != q->rank && atomic_load(&q->status_rep[i]) != -2)
+			if (i != q->rank && atomic_load(&rep[i]) != -2)
 				got++;
 		if (got >= nq)
 			break;
@@ -488,7 +499,7 @@ static int ask_late(struct loom_comm *q, uint64_t seq, int *late, int *nl, int *
 		int64_t v;
 		if (i == q->rank)
 			continue;
-		v = atomic_load(&q->status_rep[i]);
+		v = atomic_load(&rep[i]);
 		if (v == -2)
 			mute[(*nm)++] = i;
 		else if (v < (int64_t)seq)

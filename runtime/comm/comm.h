@@ -6,6 +6,8 @@
 #define LOOM_COMM_COMM_H
 
 #include "transport/transport.h"
+#include "util/rankmap.h"
+#include "util/intmap.h"
 
 /* ---- the world ---- */
 enum { LOOM_TR_AUTO = 0, LOOM_TR_SHM, LOOM_TR_TCP };
@@ -14,7 +16,7 @@ struct loom_world {
 	uint64_t nonce;           /* the same on every rank, random from rank 0 */
 	uint8_t shm_key[16];      /* random from rank 0: shm names (transport_shm.c) */
 	int nnodes;
-	int *node_of;             /* world rank -> node index (first-appearance order) */
+	struct loom_rankmap node_of;  /* world rank -> node index (first-appearance order) */
 	char (*node_names)[64];   /* node index -> its name: nnodes, not N, names */
 	int transport;            /* LOOM_TR_* */
 	double timeout;
@@ -71,13 +73,14 @@ struct loom_comm {
 	const struct loom_backend *be;
 	uint64_t ctx;
 	int rank, size;
-	int *wrank;               /* comm rank -> world rank */
+	/* the tables are rank maps (rankmap.h): a few words for a regular
+	 * communicator; read them through the loom_comm_* functions below */
+	struct loom_rankmap wr;   /* comm rank -> world rank */
 	int local_rank, local_size;
-	int *local_idx;           /* comm rank -> index among my node's members, -1 elsewhere */
-	int *local_members;       /* local index -> comm rank */
+	struct loom_rankmap lmem; /* local index -> comm rank (increasing) */
 	int nnodes;               /* distinct nodes among members */
-	int *node_pos;            /* comm rank -> node position in this comm (0..nnodes-1) */
-	int *leaders;             /* node position -> comm rank of its first member */
+	struct loom_rankmap npos; /* comm rank -> node position in this comm (0..nnodes-1) */
+	struct loom_rankmap lead; /* node position -> comm rank of its first member */
 	int max_local;            /* most members on one node */
 	char name[64];
 	double timeout;
@@ -97,9 +100,11 @@ struct loom_comm {
 	char *direct_tmp;         /* coll_direct.c: two chunks, kept (a fresh 256 KiB per
 				   * call is an mmap and 64 page faults) */
 	pthread_mutex_t p2p_lock;
-	uint64_t *p2p_sent, *p2p_rcvd;
+	struct loom_intmap p2p;   /* peer -> its point-to-point sequence numbers */
 	struct loom_nbq *nbq;
-	_Atomic int64_t *status_rep;  /* timeout diagnosis: peers' entered seq */
+	/* timeout diagnosis: peers' entered seq, made by the first diagnosis
+	 * (xfer.c) and read by the engine under comms_lock */
+	_Atomic int64_t *_Atomic status_rep;
 	struct loom_comm *next;       /* world->comms */
 	struct loom_comm *parent;     /* freed with the world */
 	int is_world;
@@ -122,5 +127,36 @@ int64_t loom_comms_control(struct loom_world *w, int from, int type, uint64_t ct
 int loom_comm_uses_shm(const struct loom_comm *c, int peer);
 
 int loom_comm_max_local(const struct loom_comm *c);
+
+/* ---- a communicator's tables ---- */
+static inline int loom_comm_wrank(const struct loom_comm *c, int rank)
+{
+	return loom_rankmap_get(&c->wr, rank);
+}
+static inline int loom_comm_node_pos(const struct loom_comm *c, int rank)
+{
+	return loom_rankmap_get(&c->npos, rank);
+}
+static inline int loom_comm_leader(const struct loom_comm *c, int node_pos)
+{
+	return loom_rankmap_get(&c->lead, node_pos);
+}
+static inline int loom_comm_local_member(const struct loom_comm *c, int local_idx)
+{
+	return loom_rankmap_get(&c->lmem, local_idx);
+}
+/* rank's index among my node's members; -1 when it is on another node */
+static inline int loom_comm_local_idx(const struct loom_comm *c, int rank)
+{
+	if (loom_rankmap_get(&c->npos, rank) != loom_rankmap_get(&c->npos, c->rank))
+		return -1;
+	return loom_rankmap_find(&c->lmem, rank);
+}
+static inline int loom_world_node_of(const struct loom_world *w, int wrank)
+{
+	return loom_rankmap_get(&w->node_of, wrank);
+}
+/* heap bytes of a communicator's per-member tables (tests, docs/scale.md) */
+size_t loom_comm_table_bytes(const struct loom_comm *c);
 
 #endif

@@ -22,7 +22,7 @@ struct loom_comm *loom_comm_find(struct loom_world *w, uint64_t ctx)
 
 int loom_comm_uses_shm(const struct loom_comm *c, int peer)
 {
-	return c->shm && peer != c->rank && c->local_idx[peer] >= 0;
+	return c->shm && peer != c->rank && loom_comm_local_idx(c, peer) >= 0;
 }
 
 int loom_comm_max_local(const struct loom_comm *c)
@@ -30,23 +30,63 @@ int loom_comm_max_local(const struct loom_comm *c)
 	return c->max_local;
 }
 
-static int count_max_local(const struct loom_comm *c)
+size_t loom_comm_table_bytes(const struct loom_comm *c)
 {
-	int *cnt = calloc((size_t)c->nnodes + 1, sizeof *cnt), i, m = 0;
-	if (!cnt)
-		return c->local_size;
-	for (i = 0; i < c->size; i++)
-		if (++cnt[c->node_pos[i]] > m)
-			m = cnt[c->node_pos[i]];
-	free(cnt);
-	return m;
+	return loom_rankmap_bytes(&c->wr) + loom_rankmap_bytes(&c->lmem) +
+	       loom_rankmap_bytes(&c->npos) + loom_rankmap_bytes(&c->lead);
+}
+
+/* The tables from the members' world ranks, in O(n) time and, once
+ * made, the memory of their rank maps: the arrays here are freed. */
+static int make_tables(struct loom_comm *c, const int *wranks)
+{
+	struct loom_world *w = c->w;
+	int n = c->size, i, j, mynode = loom_world_node_of(w, wranks[c->rank]), rc = -1;
+	int *npos = malloc((size_t)n * sizeof *npos), *lmem = malloc((size_t)n * sizeof *lmem);
+	int *lead = malloc((size_t)n * sizeof *lead);
+	/* world node -> its position here, -1 until a member on it is seen;
+	 * then the members counted on each position */
+	int *pos = malloc(((size_t)w->nnodes + 1) * sizeof *pos);
+	if (!npos || !lmem || !lead || !pos)
+		goto out;
+	for (j = 0; j < w->nnodes; j++)
+		pos[j] = -1;
+	for (i = 0; i < n; i++) {
+		int nd = loom_world_node_of(w, wranks[i]);
+		if (nd == mynode) {
+			if (i == c->rank)
+				c->local_rank = c->local_size;
+			lmem[c->local_size++] = i;
+		}
+		if (pos[nd] < 0) {
+			pos[nd] = c->nnodes;
+			lead[c->nnodes++] = i;
+		}
+		npos[i] = pos[nd];
+	}
+	for (j = 0; j < c->nnodes; j++)
+		pos[j] = 0;
+	c->max_local = 0;
+	for (i = 0; i < n; i++)
+		if (++pos[npos[i]] > c->max_local)
+			c->max_local = pos[npos[i]];
+	if (loom_rankmap_set(&c->wr, n, wranks) || loom_rankmap_set(&c->npos, n, npos) ||
+	    loom_rankmap_set(&c->lmem, c->local_size, lmem) ||
+	    loom_rankmap_set(&c->lead, c->nnodes, lead))
+		goto out;
+	rc = 0;
+out:
+	free(npos);
+	free(lmem);
+	free(lead);
+	free(pos);
+	return rc;
 }
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,
 				   int myrank, const char *name)
 {
 	struct loom_comm *c = calloc(1, sizeof *c);
-	int i, j, mynode, *pos;
 	if (!c)
 		return NULL;
 	c->w = w;
@@ -56,48 +96,12 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 	c->timeout = w->timeout;
 	c->check = w->check;
 	snprintf(c->name, sizeof c->name, "%s", name);
-	c->wrank = malloc((size_t)n * sizeof *c->wrank);
-	c->local_idx = malloc((size_t)n * sizeof *c->local_idx);
-	c->local_members = malloc((size_t)n * sizeof *c->local_members);
-	c->node_pos = malloc((size_t)n * sizeof *c->node_pos);
-	c->leaders = malloc((size_t)n * sizeof *c->leaders);
-	c->p2p_sent = calloc((size_t)n, sizeof *c->p2p_sent);
-	c->p2p_rcvd = calloc((size_t)n, sizeof *c->p2p_rcvd);
-	c->status_rep = calloc((size_t)n, sizeof *c->status_rep);
-	if (!c->wrank || !c->local_idx || !c->local_members || !c->node_pos || !c->leaders ||
-	    !c->p2p_sent || !c->p2p_rcvd || !c->status_rep) {
-		loom_comm_destroy(c);
-		return NULL;
-	}
-	memcpy(c->wrank, wranks, (size_t)n * sizeof *wranks);
-	mynode = w->node_of[wranks[myrank]];
-	/* world node -> its position here, -1 until a member on it is seen */
-	pos = malloc(((size_t)w->nnodes + 1) * sizeof *pos);
-	if (!pos) {
-		loom_comm_destroy(c);
-		return NULL;
-	}
-	for (j = 0; j < w->nnodes; j++)
-		pos[j] = -1;
-	for (i = 0; i < n; i++) {
-		int nd = w->node_of[wranks[i]];
-		c->local_idx[i] = -1;
-		if (nd == mynode) {
-			if (i == myrank)
-				c->local_rank = c->local_size;
-			c->local_idx[i] = c->local_size;
-			c->local_members[c->local_size++] = i;
-		}
-		if (pos[nd] < 0) {
-			pos[nd] = c->nnodes;
-			c->leaders[c->nnodes++] = i;
-		}
-		c->node_pos[i] = pos[nd];
-	}
-	free(pos);
-	c->max_local = count_max_local(c);
 	pthread_mutex_init(&c->exec, NULL);
 	pthread_mutex_init(&c->p2p_lock, NULL);
+	if (make_tables(c, wranks)) {
+		loom_comm_destroy(c);
+		return NULL;
+	}
 	if (c->local_size > 1 && w->transport != LOOM_TR_TCP) {
 		if (loom_shm_attach(c) != LOOM_SUCCESS) {
 			loom_comm_destroy(c);
@@ -108,9 +112,16 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 	c->next = w->comms;
 	w->comms = c;
 	pthread_mutex_unlock(&w->comms_lock);
-	LOOM_TRACE("comm %s: rank %d of %d, %d local, %d nodes, ctx %016llx", c->name, c->rank,
-		   c->size, c->local_size, c->nnodes, (unsigned long long)ctx);
+	LOOM_TRACE("comm %s: rank %d of %d, %d local, %d nodes, ctx %016llx, tables %zu B", c->name,
+		   c->rank, c->size, c->local_size, c->nnodes, (unsigned long long)ctx,
+		   loom_comm_table_bytes(c));
 	return c;
+}
+
+static void free_val(void *v, void *arg)
+{
+	(void)arg;
+	free(v);
 }
 
 void loom_comm_destroy(struct loom_comm *c)
@@ -132,18 +143,15 @@ void loom_comm_destroy(struct loom_comm *c)
 	pthread_mutex_unlock(&w->comms_lock);
 	loom_shm_detach(c);
 	loom_metrics_free(c->metrics);
-	if (c->wrank) {
-		pthread_mutex_destroy(&c->exec);
-		pthread_mutex_destroy(&c->p2p_lock);
-	}
-	free(c->wrank);
-	free(c->local_idx);
-	free(c->local_members);
-	free(c->node_pos);
-	free(c->leaders);
-	free(c->p2p_sent);
-	free(c->p2p_rcvd);
-	free(c->status_rep);
+	pthread_mutex_destroy(&c->exec);
+	pthread_mutex_destroy(&c->p2p_lock);
+	loom_rankmap_free(&c->wr);
+	loom_rankmap_free(&c->lmem);
+	loom_rankmap_free(&c->npos);
+	loom_rankmap_free(&c->lead);
+	loom_intmap_each(&c->p2p, free_val, NULL);
+	loom_intmap_clear(&c->p2p);
+	free((void *)atomic_load(&c->status_rep));
 	free(c->scratch);
 	free(c->direct_tmp);
 	free(c);
@@ -151,7 +159,7 @@ void loom_comm_destroy(struct loom_comm *c)
 
 int loom_comm_ensure_hier(struct loom_comm *c)
 {
-	int *wr, i, me = c->node_pos[c->rank];
+	int *wr, i, me = loom_comm_node_pos(c, c->rank);
 	char name[80];
 	if (c->nodec)
 		return LOOM_SUCCESS;
@@ -159,13 +167,13 @@ int loom_comm_ensure_hier(struct loom_comm *c)
 	if (!wr)
 		return LOOM_ERR_NOMEM;
 	for (i = 0; i < c->local_size; i++)
-		wr[i] = c->wrank[c->local_members[i]];
+		wr[i] = loom_comm_wrank(c, loom_comm_local_member(c, i));
 	snprintf(name, sizeof name, "%s/node", c->name);
 	c->nodec = loom_comm_create(c->w, loom_mix64(c->ctx, 0x6e6f6465ull + (uint64_t)me),
 				    c->local_size, wr, c->local_rank, name);
 	if (c->nodec && c->local_rank == 0) {
 		for (i = 0; i < c->nnodes; i++)
-			wr[i] = c->wrank[c->leaders[i]];
+			wr[i] = loom_comm_wrank(c, loom_comm_leader(c, i));
 		snprintf(name, sizeof name, "%s/leaders", c->name);
 		c->leaderc = loom_comm_create(c->w, loom_mix64(c->ctx, 0x6c656164ull), c->nnodes, wr,
 					      me, name);
@@ -180,9 +188,11 @@ int loom_comm_ensure_hier(struct loom_comm *c)
 			return LOOM_ERR_NOMEM;
 		}
 		/* member i is local rank li[its node] of its node, counted in rank order */
-		for (i = 0; i < c->size; i++)
-			if (li[c->node_pos[i]]++ == c->local_rank)
-				wr[c->node_pos[i]] = c->wrank[i];
+		for (i = 0; i < c->size; i++) {
+			int np = loom_comm_node_pos(c, i);
+			if (li[np]++ == c->local_rank)
+				wr[np] = loom_comm_wrank(c, i);
+		}
 		free(li);
 		snprintf(name, sizeof name, "%s/lane%d", c->name, c->local_rank);
 		c->lanec = loom_comm_create(c->w, loom_mix64(c->ctx, 0x6c616e65ull + (uint64_t)c->local_rank),
@@ -229,8 +239,8 @@ void loom_comms_peer_lost(struct loom_world *w, int peer, int status)
 	pthread_mutex_lock(&w->comms_lock);
 	for (c = w->comms; c; c = c->next) {
 		int i, has = 0;
-		for (i = 0; i < c->size; i++)
-			if (c->wrank[i] == peer)
+		for (i = 0; i < c->size && !has; i++)
+			if (loom_comm_wrank(c, i) == peer)
 				has = 1;
 		if (has) {
 			int zero = 0;
@@ -258,11 +268,12 @@ int64_t loom_comms_control(struct loom_world *w, int from, int type, uint64_t ct
 			loom_bell_ring(loom_comm_bell(c));
 		} else if (type == CTL_STATUS_REQ) {
 			entered = (int64_t)atomic_load(&c->seq);
-		} else if (type == CTL_STATUS_REP && c->status_rep) {
+		} else if (type == CTL_STATUS_REP && atomic_load(&c->status_rep)) {
+			_Atomic int64_t *rep = atomic_load(&c->status_rep);
 			int k;
 			for (k = 0; k < c->size; k++)
-				if (c->wrank[k] == from)
-					atomic_store(&c->status_rep[k], aux);
+				if (loom_comm_wrank(c, k) == from)
+					atomic_store(&rep[k], aux);
 			loom_bell_ring(loom_comm_bell(c));
 		}
 	}

@@ -44,7 +44,7 @@ static int split_named(loom_comm_t *c, int color, int key, loom_comm_t **out, co
 	if (rc == LOOM_SUCCESS && color != LOOM_UNDEFINED) {
 		m = ck_members(all, c->size, color, mem);
 		for (i = 0; i < m; i++) {
-			wr[i] = c->wrank[mem[i]];
+			wr[i] = loom_comm_wrank(c, mem[i]);
 			if (mem[i] == c->rank)
 				me = i;
 		}
@@ -88,8 +88,8 @@ int loom_native_abort(struct loom_comm *c)
 	LOOM_ERR("communicator %s aborted by this rank", c->name);
 	for (i = 0; i < c->size; i++)
 		if (i != c->rank)
-			loom_tcp_control(c->w, c->wrank[i], CTL_ABORT, c->ctx,
-					 LOOM_ABORT_AUX(LOOM_ERR_ABORTED, c->wrank[c->rank]));
+			loom_tcp_control(c->w, loom_comm_wrank(c, i), CTL_ABORT, c->ctx,
+					 LOOM_ABORT_AUX(LOOM_ERR_ABORTED, loom_comm_wrank(c, c->rank)));
 	loom_bell_ring(loom_comm_bell(c));
 	if (c->nodec)
 		atomic_store(&c->nodec->failed, LOOM_ERR_ABORTED);

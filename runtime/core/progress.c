@@ -136,6 +136,7 @@ int loom_native_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, l
 		    int peer, loom_request_t **req)
 {
 	struct loom_request *q;
+	struct { uint64_t n[2]; } *seq;  /* messages sent to peer, received from it */
 	int rc;
 	if ((rc = atomic_load(&c->failed)))
 		return rc;
@@ -146,9 +147,17 @@ int loom_native_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, l
 	q->started = loom_now();
 	q->deadline = q->started + c->timeout;
 	pthread_mutex_lock(&c->p2p_lock);
-	q->pseq = is_send ? c->p2p_sent[peer]++ : c->p2p_rcvd[peer]++;
+	if (!(seq = loom_intmap_get(&c->p2p, peer))) {
+		if (!(seq = calloc(1, sizeof *seq)) || loom_intmap_put(&c->p2p, peer, seq)) {
+			pthread_mutex_unlock(&c->p2p_lock);
+			free(seq);
+			req_free(q);
+			return LOOM_ERR_NOMEM;
+		}
+	}
+	q->pseq = seq->n[!is_send]++;
 	q->t.kind = is_send ? TREQ_SEND : TREQ_RECV;
-	q->t.peer = c->wrank[peer];
+	q->t.peer = loom_comm_wrank(c, peer);
 	q->t.ctx = c->ctx;
 	q->t.tag = LOOM_TAG_P2P | q->pseq;
 	q->t.buf = buf;

@@ -126,7 +126,7 @@ static void segment_name(struct loom_comm *c, int32_t from, int32_t to, char out
 {
 	/* bytes laid out by hand: a struct's padding would differ per rank */
 	uint8_t in[20], key[LOOM_KEY_LEN], mac[LOOM_MAC_LEN];
-	int32_t node = c->w->node_of[c->w->rank];
+	int32_t node = loom_world_node_of(c->w, c->w->rank);
 	memcpy(in, &c->ctx, 8);
 	memcpy(in + 8, &node, 4);
 	memcpy(in + 12, &from, 4);
@@ -521,7 +521,7 @@ const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq,
 		return NULL;
 	if (b->kind != kind || b->len != len) {
 		LOOM_ERR("comm %s: rank %d posted %u bytes of a kind-%u operation where %zu bytes of kind %u were expected (ranks out of step)",
-			 c->name, c->local_members[local_idx], b->len, b->kind, len, kind);
+			 c->name, loom_comm_local_member(c, local_idx), b->len, b->kind, len, kind);
 		*mismatch = 1;
 	}
 	return b->data;
@@ -539,7 +539,7 @@ void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all)
 int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 {
 	struct loom_shm *s = c->shm;
-	int me = c->local_rank, pl = c->local_idx[x->peer], moved = 0, rc;
+	int me = c->local_rank, pl = loom_comm_local_idx(c, x->peer), moved = 0, rc;
 	if (x->kind == XSEND) {
 		struct ring *r = ring_map(c, me, pl, 1, &rc);
 		if (!r)

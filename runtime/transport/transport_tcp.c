@@ -97,9 +97,10 @@ struct loom_engine {
 	/* A peer's state is made when something first concerns it (a send,
 	 * a receive, its dial): a rank holds the few peers its algorithms
 	 * use, not N (docs/scale.md), and the engine's loop visits only
-	 * those. What every rank has is a pointer and, when the bootstrap
-	 * gave them, the address (port 0: resolved at the first dial). */
-	struct peer **p;      /* by world rank; NULL until made */
+	 * those, found by world rank in a hash map (e->lock held). Only the
+	 * env bootstrap leaves every rank's address here (port 0: resolved
+	 * at the first dial). */
+	struct loom_intmap peers;  /* world rank -> its struct peer, once made */
 	int *act, nact, act_cap;  /* the ranks whose peer is made */
 	uint32_t *ip;
 	uint16_t *port;
@@ -113,6 +114,9 @@ struct wire {
 	uint64_t ctx, tag, len;
 	int64_t aux;
 };
+
+/* a peer's state; NULL until made (peer_get) */
+#define PEER(e, i) ((struct peer *)loom_intmap_get(&(e)->peers, (i)))
 
 static void complete(struct loom_treq *r, int status)
 {
@@ -149,7 +153,7 @@ static void drop_dial(struct loom_hs_dialer **d)
 /* peer i's state, made on first need (e->lock held); NULL: no memory */
 static struct peer *peer_get(struct loom_engine *e, int i)
 {
-	struct peer *p = e->p[i];
+	struct peer *p = PEER(e, i);
 	if (p)
 		return p;
 	if (e->nact == e->act_cap) {
@@ -164,14 +168,17 @@ static struct peer *peer_get(struct loom_engine *e, int i)
 	p->fd = -1;
 	p->ip = e->ip ? e->ip[i] : 0;
 	p->port = e->port ? e->port[i] : 0;
-	e->p[i] = p;
+	if (loom_intmap_put(&e->peers, i, p)) {
+		free(p);
+		return NULL;
+	}
 	e->act[e->nact++] = i;
 	return p;
 }
 
 static void peer_lost(struct loom_engine *e, int i, const char *why)
 {
-	struct peer *p = e->p[i];
+	struct peer *p = PEER(e, i);
 	struct loom_treq *r, *nx;
 	if (p->gone)
 		return;
@@ -274,7 +281,7 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 	if (h->type == CTL_BYE) {
 		/* it sends nothing after its goodbye: what we still wait for
 		 * from it never comes */
-		struct peer *p = e->p[from];
+		struct peer *p = PEER(e, from);
 		struct loom_treq *r, *nx;
 		p->bye = 1;
 		for (r = p->posted; r; r = nx) {
@@ -294,7 +301,7 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 		 * not pass it on again, so relays end. */
 		for (int k = 0; k < e->nact; k++) {
 			int i = e->act[k];
-			struct peer *q = e->p[i];
+			struct peer *q = PEER(e, i);
 			struct loom_treq *r;
 			if (i == e->self || i == from || q->state != C_UP || q->gone || q->bye_sent)
 				continue;
@@ -336,7 +343,7 @@ static int io_failed(struct loom_engine *e, int i)
 /* read what is there from peer i; 0, or -1 when the peer went away */
 static int do_read(struct loom_engine *e, int i)
 {
-	struct peer *p = e->p[i];
+	struct peer *p = PEER(e, i);
 	size_t budget = BURST;
 	while (!p->gone && budget) {
 		ssize_t n;
@@ -436,7 +443,7 @@ static int do_read(struct loom_engine *e, int i)
 
 static int do_write(struct loom_engine *e, int i)
 {
-	struct peer *p = e->p[i];
+	struct peer *p = PEER(e, i);
 	size_t budget = BURST;
 	while (p->sq && !p->gone && budget) {
 		struct loom_treq *r = p->sq;
@@ -490,7 +497,7 @@ static void start_dial(struct loom_engine *e, int i);
 
 static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 {
-	struct peer *p = e->p[i];
+	struct peer *p = PEER(e, i);
 	int was_empty = p->sq == NULL;
 	r->off = 0;
 	r->next = NULL;
@@ -517,12 +524,12 @@ static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 static void say_bye(struct loom_engine *e, int i)
 {
 	struct loom_treq *r;
-	if (e->p[i]->bye_sent || e->p[i]->gone)
+	if (PEER(e, i)->bye_sent || PEER(e, i)->gone)
 		return;
 	r = calloc(1, sizeof *r);
 	if (!r)
 		return;
-	e->p[i]->bye_sent = 1;
+	PEER(e, i)->bye_sent = 1;
 	r->kind = TREQ_SEND;
 	r->peer = i;
 	r->owned = 1;
@@ -534,7 +541,7 @@ static void say_bye(struct loom_engine *e, int i)
 /* fd is an authenticated connection to peer i: its queue can go */
 static void became_up(struct loom_engine *e, int i, int fd)
 {
-	struct peer *p = e->p[i];
+	struct peer *p = PEER(e, i);
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -562,7 +569,7 @@ static void became_up(struct loom_engine *e, int i, int fd)
 
 static void start_dial(struct loom_engine *e, int i)
 {
-	struct peer *p = e->p[i];
+	struct peer *p = PEER(e, i);
 	int rc;
 	p->dial = calloc(1, sizeof *p->dial);
 	if (!p->dial) {
@@ -590,7 +597,7 @@ static void start_dial(struct loom_engine *e, int i)
 
 static void dial_step(struct loom_engine *e, int i)
 {
-	struct peer *p = e->p[i];
+	struct peer *p = PEER(e, i);
 	char addr[INET_ADDRSTRLEN], why[160];
 	int rc = loom_hs_dialer_step(p->dial, e->key, LOOM_HS_MESH, e->self, e->n, &e->hello,
 				     sizeof e->hello);
@@ -713,7 +720,7 @@ void loom_tcp_pull(struct loom_world *w, int peer)
 	struct peer *p;
 	if (!e || peer < 0 || peer >= e->n || peer == e->self || pthread_mutex_trylock(&e->lock))
 		return;
-	p = e->p[peer];
+	p = PEER(e, peer);
 	if (p && p->state == C_UP && !p->gone)
 		do_read(e, peer);
 	pthread_mutex_unlock(&e->lock);
@@ -725,7 +732,7 @@ void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r)
 	struct peer *p;
 	struct loom_treq *q, *prev = NULL;
 	pthread_mutex_lock(&e->lock);
-	p = e->p[r->peer];  /* made when r was posted */
+	p = PEER(e, r->peer);  /* made when r was posted */
 	if (atomic_load(&r->done)) {
 		pthread_mutex_unlock(&e->lock);
 		return;
@@ -807,7 +814,7 @@ int loom_tcp_peer_gone(struct loom_world *w, int peer)
 	if (!e || peer == e->self)
 		return 0;
 	pthread_mutex_lock(&e->lock);
-	g = e->p[peer] && e->p[peer]->gone;
+	g = PEER(e, peer) && PEER(e, peer)->gone;
 	pthread_mutex_unlock(&e->lock);
 	return g;
 }
@@ -863,7 +870,7 @@ static void *engine_main(void *arg)
 				who[n++] = -1;
 		}
 		for (k = 0; k < e->nact; k++) {
-			struct peer *p = e->p[i = e->act[k]];
+			struct peer *p = PEER(e, i = e->act[k]);
 			if (i == e->self || p->gone)
 				continue;
 			if (p->state == C_UP) {
@@ -901,7 +908,7 @@ static void *engine_main(void *arg)
 		}
 		for (i = acc0 + nacc; i < n; i++) {
 			int pi = who[i];
-			struct peer *p = e->p[pi];
+			struct peer *p = PEER(e, pi);
 			if (p->gone || !pf[i].revents)
 				continue;
 			if (p->stray && p->stray->fd == pf[i].fd) {
@@ -931,7 +938,7 @@ static void *engine_main(void *arg)
 		}
 		now = loom_now();
 		for (k = 0; k < e->nact; k++) {
-			struct peer *p = e->p[i = e->act[k]];
+			struct peer *p = PEER(e, i = e->act[k]);
 			if (p->gone || (p->state != C_DIAL && p->state != C_WAIT))
 				continue;
 			if (p->until < now)
@@ -960,8 +967,7 @@ int loom_engine_create(struct loom_world *w, int listen_fd, uint32_t *ip, uint16
 		ip = NULL;
 		port = NULL;
 	}
-	if (!e || !(e->p = calloc((size_t)w->size, sizeof *e->p))) {
-		free(e);
+	if (!e) {
 		free(ip);
 		free(port);
 		return LOOM_ERR_NOMEM;
@@ -1013,7 +1019,7 @@ static int all_parted(struct loom_engine *e)
 {
 	int i, k;
 	for (k = 0; k < e->nact; k++) {
-		struct peer *p = e->p[i = e->act[k]];
+		struct peer *p = PEER(e, i = e->act[k]);
 		if (i == e->self || p->gone || p->state == C_IDLE)
 			continue;
 		if (p->state != C_UP || p->sq || !p->bye)
@@ -1034,7 +1040,7 @@ void loom_engine_destroy(struct loom_world *w)
 	pthread_mutex_lock(&e->lock);
 	e->closing = 1;
 	for (k = 0; k < e->nact; k++)
-		if ((i = e->act[k]) != e->self && e->p[i]->state != C_IDLE)
+		if ((i = e->act[k]) != e->self && PEER(e, i)->state != C_IDLE)
 			say_bye(e, i);
 	pthread_mutex_unlock(&e->lock);
 	until = loom_now() + (w->timeout < 30 ? w->timeout : 30);
@@ -1051,7 +1057,7 @@ void loom_engine_destroy(struct loom_world *w)
 		size_t l = 0;
 		pthread_mutex_lock(&e->lock);
 		for (k = 0; k < e->nact && l + 12 < sizeof who; k++) {
-			struct peer *p = e->p[i = e->act[k]];
+			struct peer *p = PEER(e, i = e->act[k]);
 			if (i != e->self && !p->gone && p->state != C_IDLE && (p->state != C_UP || p->sq || !p->bye))
 				l += (size_t)snprintf(who + l, sizeof who - l, "%s%d", l ? "," : "", i);
 		}
@@ -1069,7 +1075,7 @@ void loom_engine_destroy(struct loom_world *w)
 	}
 	loom_hs_acceptor_free(e->acc);
 	for (k = 0; k < e->nact; k++) {
-		struct peer *p = e->p[i = e->act[k]];
+		struct peer *p = PEER(e, i = e->act[k]);
 		struct umsg *u, *nu;
 		struct loom_treq *r, *nr;
 		p->bye = 1;
@@ -1100,8 +1106,8 @@ void loom_engine_destroy(struct loom_world *w)
 	OPENSSL_cleanse(e->key, sizeof e->key);
 	pthread_mutex_destroy(&e->lock);
 	for (k = 0; k < e->nact; k++)
-		free(e->p[e->act[k]]);
-	free(e->p);
+		free(PEER(e, e->act[k]));
+	loom_intmap_clear(&e->peers);
 	free(e->act);
 	free(e->ip);
 	free(e->port);
