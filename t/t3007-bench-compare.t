@@ -95,7 +95,22 @@ test_expect_success 'a peer that is not installed is listed as such and does not
 	! ls "$TEST_TMP/d/raw" | grep -q gloo
 '
 
+# sizes up to 256 KiB run -N iterations (a tenth of them as warm-up),
+# larger ones -n after -w, for loom (and its Open MPI columns) and gloo
+# alike: every row of a raw file follows the header of its own run
+test_expect_success 'small sizes run -N iterations, large ones -n: every peer, each size in its run' '
+	timeout 600 "$C" -o allreduce -s 1x2 -b 8 -e 512K -f 64 -n 2 -w 1 -N 30 --no-growth -r 1 \
+		-B "$LOOM_BUILD_DIR" -O "$TEST_TMP/s" >"$TEST_TMP/s.out" 2>&1 || { cat "$TEST_TMP/s.out"; false; } &&
+	for f in "$TEST_TMP"/s/raw/allreduce-1x2-*-r1.txt; do
+		echo "== $f" && cat "$f" &&
+		awk "/iters/ { it = \$0 } /^ *[0-9]/ { print \$1, (it ~ /iters 30, warmup 3\$/ ? \"small\" : it ~ /iters 2, warmup 1\$/ ? \"large\" : \"?\") }" "$f" >"$TEST_TMP/runs" &&
+		cat "$TEST_TMP/runs" &&
+		printf "8 small\n512 small\n32768 small\n524288 large\n" | cmp - "$TEST_TMP/runs" || return 1
+	done
+'
+
 test_expect_success 'bad arguments are refused with a message' '
+	test_must_fail_with "^bench/compare: -N .x.: expected a positive integer" "$C" -N x &&
 	test_must_fail_with "^bench/compare: -o: unknown collective .bogus." "$C" -o bogus &&
 	test_must_fail_with "^bench/compare: -B ./nonexistent.: no such directory" "$C" -B /nonexistent &&
 	test_must_fail_with "^bench/compare: -s: unknown shape .3x3." "$C" -s 3x3 &&
