@@ -23,6 +23,15 @@ test_expect_success 'srun -N1 -n2, LOOM_DIRECT_READS=0: every rank says it keeps
 test_expect_success 'srun -N2 -n4, LOOM_DIRECT_READS=0: lanes with ring halves, every collective right' '
 	LOOM_DIRECT_READS=0 ranks_pass 4 "all checks passed (4 ranks)" env_srun -N2 -n4 -- $COLL coll 1048579
 '
+# regression: a node whose ranks cannot read each other (here LOOM_DIRECT_READS=0
+# on the second node only) reduce-scattered by ring and left local rank j
+# block j+1, where the first node left block j: lane j carried different
+# blocks on the two nodes and large allreduces came out wrong
+test_expect_success 'srun -N2 -n4, direct reads on one node only: the lanes carry the same blocks, every collective right' '
+	LOOM_DEBUG=info ranks_pass 4 "all checks passed (4 ranks)" env_srun -N2 -n4 --ntasks-per-node=2 -- \
+		sh -c "[ \$SLURM_NODEID = 1 ] && export LOOM_DIRECT_READS=0; exec \"\$@\"" sh $COLL coll 1048579 &&
+	test $(grep -c "comm world/node: $RINGS" "$TEST_TMP/o") = 2
+'
 test_expect_success 'the reads are refused when only one rank turns them off: all keep the rings' '
 	LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- \
 		sh -c "[ \$SLURM_PROCID = 1 ] && export LOOM_DIRECT_READS=0; exec \"\$@\"" sh $COLL coll 1048579 &&

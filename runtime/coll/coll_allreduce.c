@@ -67,17 +67,18 @@ out:
 	return rc;
 }
 
-/* the ring's reduce-scatter: afterwards rank r holds block (r+1) % N of
- * buf reduced over all ranks */
-static int ring_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
-		   struct loom_opctx *o)
+/* the ring's reduce-scatter: afterwards rank r holds block (r+k) % N of
+ * buf reduced over all ranks (k = 1 the ring's own; k = 0 where the
+ * lanes need block r, as the direct reads leave it) */
+static int ring_rs_k(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+		     struct loom_opctx *o, int k)
 {
 	size_t es = loom_dtype_size(dt);
 	int N = c->size, r = c->rank, right = (r + 1) % N, left = (r + N - 1) % N, s, rc = 0;
 	struct loom_xctx x;
 	loom_x_begin_o(&x, c, o, o->seq);
 	for (s = 0; s < N - 1 && !rc; s++) {
-		int sb = loom_mod(r - s, N), rb = loom_mod(r - s - 1, N);
+		int sb = loom_mod(r - s + k - 1, N), rb = loom_mod(r - s + k - 2, N);
 		loom_x_send(&x, right, buf + loom_blk_off(n, N, sb) * es, loom_blk_cnt(n, N, sb) * es);
 		loom_x_recv_reduce(&x, left, buf + loom_blk_off(n, N, rb) * es, loom_blk_cnt(n, N, rb),
 				   dt, op);
@@ -90,14 +91,15 @@ static int ring_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, lo
 	return loom_x_end(&x);
 }
 
-/* the ring's allgather: from rank r holding block (r+1) % N, everyone all */
-static int ring_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct loom_opctx *o)
+/* the ring's allgather: from rank r holding block (r+k) % N, everyone all */
+static int ring_ag_k(struct loom_comm *c, char *buf, size_t n, size_t es, struct loom_opctx *o,
+		     int k)
 {
 	int N = c->size, r = c->rank, right = (r + 1) % N, left = (r + N - 1) % N, s, rc = 0;
 	struct loom_xctx x;
 	loom_x_begin_o(&x, c, o, o->seq);
 	for (s = 0; s < N - 1 && !rc; s++) {
-		int sb = loom_mod(r - s + 1, N), rb = loom_mod(r - s, N);
+		int sb = loom_mod(r - s + k, N), rb = loom_mod(r - s + k - 1, N);
 		loom_x_send(&x, right, buf + loom_blk_off(n, N, sb) * es, loom_blk_cnt(n, N, sb) * es);
 		loom_x_recv(&x, left, buf + loom_blk_off(n, N, rb) * es, loom_blk_cnt(n, N, rb) * es);
 		rc = loom_x_wait(&x, -1);
@@ -107,6 +109,17 @@ static int ring_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct l
 		return rc;
 	}
 	return loom_x_end(&x);
+}
+
+static int ring_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+		   struct loom_opctx *o)
+{
+	return ring_rs_k(c, buf, n, dt, op, o, 1);
+}
+
+static int ring_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct loom_opctx *o)
+{
+	return ring_ag_k(c, buf, n, es, o, 1);
 }
 
 /* The allgather half of a TCP ring whose receives are all posted before
@@ -189,25 +202,29 @@ static int lanes_allreduce(struct loom_comm *c, const char *s, char *buf, size_t
 	nc = c->nodec;
 	L = nc->size;
 	if (L > 1) {
-		int b = (nc->rank + 1) % L;  /* the block the ring leaves here */
+		/* Local rank j carries block j on its lane, on every node: the
+		 * direct reads leave it there, and so does the ring here (k = 0).
+		 * Whether a node can read its peers is that node's own answer;
+		 * with the ring's usual block j + 1 a node without direct reads
+		 * put other blocks on the lanes than its peers (wrong sums). */
 		so.seq = loom_op_enter(nc);
 		/* direct reads take the inputs where they are: at 64 MiB the copy
 		 * of s into buf was a fifth of a rank's time (4 ranks, 2 nodes) */
 		if (large && loom_plan_direct(c->w->transport, L, 1, n * es))
 			rc = loom_direct_rs(nc, s, buf, n, dt, op, &so, &fallback);
 		if (!rc && !fallback) {
-			b = nc->rank, direct = 1;
+			direct = 1;
 		} else if (!rc) {
 			if (s != buf && n)
 				memcpy(buf, s, n * es);
-			rc = large ? ring_rs(nc, buf, n, dt, op, &so)
+			rc = large ? ring_rs_k(nc, buf, n, dt, op, &so, 0)
 				   : loom_coll_allreduce(nc, buf, buf, n, dt, op, &so);
 		}
 		if (rc)
 			return rc;
 		if (large) {
-			off = loom_blk_off(n, L, b);
-			cnt = loom_blk_cnt(n, L, b);
+			off = loom_blk_off(n, L, nc->rank);
+			cnt = loom_blk_cnt(n, L, nc->rank);
 		}
 	} else if (s != buf && n) {
 		memcpy(buf, s, n * es);
@@ -218,7 +235,7 @@ static int lanes_allreduce(struct loom_comm *c, const char *s, char *buf, size_t
 	if (L > 1 && large) {
 		so.seq = loom_op_enter(nc);
 		rc = direct ? loom_direct_ag(nc, buf, n, es, &so, &fallback)
-			    : ring_ag(nc, buf, n, es, &so);
+			    : ring_ag_k(nc, buf, n, es, &so, 0);
 	}
 	return rc;
 }

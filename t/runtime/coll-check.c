@@ -212,7 +212,7 @@ static void fail(const char *what, loom_dtype_t dt, loom_op_t op, size_t n, int 
 }
 
 #define CHECK_RC(rc, what) do { if ((rc) != LOOM_SUCCESS) { \
-	fail(what, dt, op, n, ip, "status %g (%s)", (double)(rc), 0); \
+	fail(what, dt, op, n, ip, "status %g", (double)(rc), 0); \
 	fprintf(stderr, "  %s\n", loom_strerror(rc)); return; } } while (0)
 
 static void t_allreduce(loom_dtype_t dt, loom_op_t op, size_t n, int ip)
