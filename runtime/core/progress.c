@@ -91,8 +91,12 @@ const struct loom_opdesc *loom_req_desc(const struct loom_request *q) { return &
  * bytes is the per-rank size nccl-tests reports for the operation. */
 int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, uint64_t seq, int rc)
 {
-	double now = loom_now();
-	if (!c->metrics && !c->internal)
+	int metrics = loom_metrics_enabled();
+	double now;
+	if (!metrics && !c->flight)
+		return rc;
+	now = metrics ? loom_now() : loom_now_coarse();  /* as api/coll.c's op_clock */
+	if (metrics && !c->metrics && !c->internal)
 		c->metrics = loom_metrics_new(c->name, c->rank, c->size);
 	if (c->flight) {
 		if (metric == LOOM_METRIC_SEND || metric == LOOM_METRIC_RECV)

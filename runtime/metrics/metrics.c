@@ -100,6 +100,18 @@ static void register_atexit(void)
 	atexit(flush_at_exit);
 }
 
+int loom_metrics_enabled(void)
+{
+	static _Atomic int on = -1;
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
+	if (v < 0) {
+		const char *f = getenv("LOOM_METRICS_FILE");
+		v = f && *f;
+		atomic_store_explicit(&on, v, memory_order_relaxed);
+	}
+	return v;
+}
+
 struct loom_metrics *loom_metrics_new(const char *comm_name, int rank, int size)
 {
 	struct loom_metrics *m = calloc(1, sizeof *m);
