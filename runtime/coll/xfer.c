@@ -395,23 +395,37 @@ int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 	struct loom_comm *c = x->c;
 	struct loom_backoff b;
 	double next_check = 0;
-	int f, lidx = loom_comm_local_idx(c, peer);
+	int f, lidx = loom_comm_local_idx(c, peer), dozing = 0, rc = LOOM_SUCCESS;
 	loom_backoff_reset(&b);
 	for (;;) {
-		double now;
+		double now, nap;
 		if (ready(arg))
-			return LOOM_SUCCESS;
-		if ((f = loom_x_comm_failed(c)))
-			return x->status = f;
+			break;
+		if ((f = loom_x_comm_failed(c))) {
+			rc = x->status = f;
+			break;
+		}
 		if (!(b.n > 64 && loom_shm_peer_asleep(c, lidx)) && !loom_backoff_step(&b))
 			continue;
 		now = loom_now();
 		if (next_check == 0)
 			next_check = now + 0.2;
-		if (wait_checks(x, now, &next_check, peer, ready, arg))
-			return x->status;
-		loom_shm_nap(c, nap_of(x, now, next_check), ready, arg);
+		if (wait_checks(x, now, &next_check, peer, ready, arg)) {
+			rc = x->status;
+			break;
+		}
+		nap = nap_of(x, now, next_check);
+		if (!dozing) {
+			loom_shm_doze(c, 1);
+			dozing = 1;
+			if (nap > LOOM_SHM_FIRST_NAP)
+				nap = LOOM_SHM_FIRST_NAP;
+		}
+		loom_shm_nap(c, nap, ready, arg);
 	}
+	if (dozing)
+		loom_shm_doze(c, 0);
+	return rc;
 }
 
 void loom_x_abandon(struct loom_xctx *x)

@@ -185,8 +185,14 @@ int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag);
 struct loom_bell *loom_shm_bell(struct loom_comm *c);
 int loom_shm_peer_gone(struct loom_comm *c, int local_idx);  /* its process no longer exists */
 int loom_shm_peer_asleep(struct loom_comm *c, int local_idx);
-/* sleep on this rank's bell up to nap s unless ready(arg) holds (checked
- * after announcing the sleep, so posters ring) */
+/* A wait on the fast boxes that has spun long enough dozes: announce it
+ * (loom_shm_doze(c, 1)), nap as often as needed, and end it
+ * (loom_shm_doze(c, 0)). A nap sleeps on this rank's bell up to nap s
+ * unless ready(arg) holds. Posters store without a fence and ring when
+ * they see a dozer, so one that posts just as the doze is announced may
+ * miss it: the first nap of a doze is LOOM_SHM_FIRST_NAP at most. */
+#define LOOM_SHM_FIRST_NAP 50e-6
+void loom_shm_doze(struct loom_comm *c, int on);
 void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg);
 /* Fast boxes (small operations of a communicator inside one node): per
  * rank, a few used in turn, LOOM_FBOX_BYTES each. writable: every peer (or

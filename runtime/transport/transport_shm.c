@@ -388,32 +388,42 @@ int loom_shm_peer_asleep(struct loom_comm *c, int local_idx)
 	return c->shm && atomic_load_explicit(&c->shm->bells[local_idx].asleep, memory_order_relaxed);
 }
 
-/* Sleep on my bell up to nap seconds unless ready(arg) already holds.
- * Announced first (sleepers, then the check), so a poster that changes
- * what ready() reads after that sees the announcement and rings. */
-void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg)
+/* Announced before the dozer's first check (sleepers, then a full
+ * fence), and kept for the whole doze, not nap by nap: a poster that
+ * stores after the announcement is visible sees it and rings. */
+void loom_shm_doze(struct loom_comm *c, int on)
 {
 	struct loom_shm *s = c->shm;
 	struct slot_bell *me = &s->bells[c->local_rank];
-	uint32_t seen = atomic_load(&me->bell.seq);
-	atomic_fetch_add(&s->hdr->sleepers, 1);
-	atomic_store(&me->asleep, 1);
-	atomic_thread_fence(memory_order_seq_cst);  /* the count before the check (wake_sleepers) */
-	if (!ready(arg))
-		loom_bell_wait(&me->bell, seen, nap);
-	atomic_store(&me->asleep, 0);
-	atomic_fetch_sub(&s->hdr->sleepers, 1);
+	if (on) {
+		atomic_fetch_add(&s->hdr->sleepers, 1);
+		atomic_store(&me->asleep, 1);
+		atomic_thread_fence(memory_order_seq_cst);  /* the count before the checks */
+	} else {
+		atomic_store(&me->asleep, 0);
+		atomic_fetch_sub(&s->hdr->sleepers, 1);
+	}
 }
 
-/* after a change a sleeper may wait for: ring everyone when someone
- * sleeps. The change was made by a sequentially consistent exchange (a
- * locked instruction on x86, cheaper than the fence it replaces), so it
- * is ordered before this load, as a sleeper's count is before its check:
- * one of the two sees the other. */
+void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg)
+{
+	struct slot_bell *me = &c->shm->bells[c->local_rank];
+	uint32_t seen = atomic_load(&me->bell.seq);  /* before the check: a ring after it wakes us */
+	if (!ready(arg))
+		loom_bell_wait(&me->bell, seen, nap);
+}
+
+/* After a change a dozer may wait for: ring everyone when someone dozes.
+ * The change is a plain release store, not a locked exchange: a fence
+ * here waited for the cache line to come back from the reader (a third
+ * of a 2-rank 8 B allreduce), where a store lets the next operation go
+ * on. So this load may be served before the store is seen; a dozer
+ * whose announcement crossed it sleeps its first nap, at most
+ * LOOM_SHM_FIRST_NAP, and then sees the change (docs/algorithms.md). */
 static void wake_sleepers(struct loom_shm *s, int me)
 {
 	int i;
-	if (!atomic_load_explicit(&s->hdr->sleepers, memory_order_seq_cst))
+	if (!atomic_load_explicit(&s->hdr->sleepers, memory_order_relaxed))
 		return;
 	for (i = 0; i < s->nlocal; i++)
 		if (i != me)
@@ -509,7 +519,7 @@ void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t
 	b->len = (uint32_t)len;
 	b->kind = kind;
 	s->fbox_last[FBOX_SLOT(seq)] = seq;
-	atomic_exchange_explicit(&b->seq, seq, memory_order_seq_cst);
+	atomic_store_explicit(&b->seq, seq, memory_order_release);
 	wake_sleepers(s, c->local_rank);
 }
 
@@ -530,7 +540,7 @@ const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq,
 void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all)
 {
 	struct loom_shm *s = c->shm;
-	atomic_exchange_explicit(&s->fbox[c->local_rank].done, seq, memory_order_seq_cst);
+	atomic_store_explicit(&s->fbox[c->local_rank].done, seq, memory_order_release);
 	if (saw_all)
 		s->fbox_seen_all = seq;
 	wake_sleepers(s, c->local_rank);
