@@ -5,7 +5,8 @@
 # with TIMEOUT (LOOM_TIMEOUT=600 is far beyond srun's outer limit, 180 s,
 # so only the loss can end their wait); LOOM_CHECK=1 turns different
 # counts into LOOM_ERR_MISMATCH naming the rank; loom_comm_abort from one
-# rank fails everyone's pending and later operations.
+# rank fails everyone's pending and later operations; a peer that sends
+# more than LOOM_UNEXPECTED_MAX ahead of the receives is dropped.
 # Statuses are the verdict, never a measured duration: a run that does not
 # end by itself is killed by t_srun's timeout and lacks the status lines.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
@@ -52,6 +53,18 @@ for tr in auto tcp shm; do
 		grep -Eq 'rank 1 (lost|is gone)' \$TEST_TMP/o
 	"
 done
+# a peer that makes another hold more than LOOM_UNEXPECTED_MAX for
+# receives not posted yet is dropped with a line naming it: small messages
+# are kept with their bytes; large ones (64 KiB and more) are only
+# announced, and the announcements count against the same limit
+for bytes in 600 65536; do
+	test_expect_success "a peer sending ahead of the receives past LOOM_UNEXPECTED_MAX is dropped, named ($bytes-byte messages)" "
+		LOOM_UNEXPECTED_MAX=2000 LOOM_TIMEOUT=600 ranks_pass 2 'barrier: status -5 ' env_srun -N2 -n2 -- \$COLL flood 1 $bytes &&
+		cat \$TEST_TMP/o &&
+		grep -Eq 'rank 1 (sent [0-9]* bytes nobody has asked for yet|announced more messages nobody has asked for yet).*LOOM_UNEXPECTED_MAX' \$TEST_TMP/o
+	"
+done
+
 test_expect_success 'peer lost inside one node (shm), 600 s timeout' '
 	! LOOM_TIMEOUT=600 env_srun -N1 -n2 -- $COLL die 0 >$TEST_TMP/o 2>&1 &&
 	cat $TEST_TMP/o &&

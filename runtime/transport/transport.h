@@ -114,6 +114,7 @@ struct loom_treq {
 	struct loom_bell *bell; /* rung on completion */
 	struct loom_treq *next;
 	int owned;              /* engine frees it (control messages) */
+	uint64_t rid;           /* rendezvous: the sender's number for a large message */
 	unsigned char hdr[48];  /* send: wire header */
 };
 struct loom_engine;

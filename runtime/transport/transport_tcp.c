@@ -36,6 +36,18 @@
 #define WIRE_MAGIC 0x4c4f4f4du
 #define HDR_LEN 40
 #define T_DATA 1
+/* Rendezvous for large messages: the sender announces one (T_RTS: its
+ * tag, length and number), the receiver answers once a receive for it is
+ * posted (T_CTS: the number), and only then do its bytes go (T_RDATA:
+ * straight into that receive). Sent eagerly, a large message that came
+ * before its receive was kept in a buffer of its own and copied again (4
+ * ranks on 2 nodes, 16 MiB collectives: up to half of the bytes). Below
+ * RNDV_BYTES a message goes at once (T_DATA): the round trip would cost
+ * more than the copy. */
+#define T_RTS 16
+#define T_CTS 17
+#define T_RDATA 18
+#define RNDV_BYTES (64u << 10)
 #define BURST (8u << 20)
 
 struct umsg {
@@ -43,6 +55,8 @@ struct umsg {
 	char *buf;
 	size_t len;
 	struct peer *from;    /* counted in from->unexp_bytes (NULL: a send to self) */
+	int rts;              /* an announced large message, no bytes yet (rid: its number) */
+	uint64_t rid;
 	struct umsg *next;
 };
 
@@ -74,6 +88,9 @@ struct peer {
 	struct umsg *ru;      /* ...or is kept */
 	size_t rleft, rpos;   /* rt == ru == NULL: discard rleft bytes */
 	struct loom_treq *posted, *posted_tail;
+	struct loom_treq *rts_wait;  /* large sends announced, waiting for the peer's T_CTS */
+	struct loom_treq *bound;     /* receives whose T_CTS went, waiting for T_RDATA */
+	uint64_t next_rid;
 	struct umsg *unexp, *unexp_tail;
 	size_t unexp_bytes;   /* kept for receives not posted yet: capped */
 };
@@ -94,6 +111,7 @@ struct loom_engine {
 	double connect_tmo;   /* LOOM_BOOTSTRAP_TIMEOUT: a dial's whole life */
 	int n, self;
 	size_t unexp_max;     /* LOOM_UNEXPECTED_MAX: bytes kept per peer */
+	uint64_t early_msgs, early_bytes;  /* kept for receives not posted yet (LOOM_DEBUG=info) */
 	/* A peer's state is made when something first concerns it (a send,
 	 * a receive, its dial): a rank holds the few peers its algorithms
 	 * use, not N (docs/scale.md), and the engine's loop visits only
@@ -176,6 +194,44 @@ static struct peer *peer_get(struct loom_engine *e, int i)
 	return p;
 }
 
+/* every request of a list fails: its peer is gone or said goodbye */
+static void fail_list(struct loom_treq **list)
+{
+	struct loom_treq *r, *nx;
+	for (r = *list; r; r = nx) {
+		nx = r->next;
+		complete(r, LOOM_ERR_PEER_LOST);
+	}
+	*list = NULL;
+}
+
+/* the request numbered rid, removed from a list; NULL: none */
+static struct loom_treq *take_rid(struct loom_treq **list, uint64_t rid)
+{
+	struct loom_treq **pp;
+	for (pp = list; *pp; pp = &(*pp)->next)
+		if ((*pp)->rid == rid) {
+			struct loom_treq *r = *pp;
+			*pp = r->next;
+			r->next = NULL;
+			return r;
+		}
+	return NULL;
+}
+
+/* r out of a list, if it is there: 1 */
+static int unlink_req(struct loom_treq **list, struct loom_treq *r)
+{
+	struct loom_treq **pp;
+	for (pp = list; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			r->next = NULL;
+			return 1;
+		}
+	return 0;
+}
+
 static void peer_lost(struct loom_engine *e, int i, const char *why)
 {
 	struct peer *p = PEER(e, i);
@@ -203,6 +259,8 @@ static void peer_lost(struct loom_engine *e, int i, const char *why)
 		complete(r, LOOM_ERR_PEER_LOST);
 	}
 	p->posted = p->posted_tail = NULL;
+	fail_list(&p->rts_wait);
+	fail_list(&p->bound);
 	if (p->rstate == 1 && p->rt)
 		complete(p->rt, LOOM_ERR_PEER_LOST);
 	if (p->ru) {
@@ -220,6 +278,45 @@ static void pack(struct loom_treq *r, uint32_t type, int64_t aux)
 {
 	struct wire h = { WIRE_MAGIC, type, r->ctx, r->tag, r->len, aux };
 	memcpy(r->hdr, &h, HDR_LEN);
+}
+
+static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r);
+
+/* a header alone (no bytes follow) to peer i: T_RTS, T_CTS */
+static void send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx, uint64_t tag,
+		     uint64_t len, uint64_t rid)
+{
+	struct loom_treq *r = calloc(1, sizeof *r);
+	struct wire h = { WIRE_MAGIC, type, ctx, tag, len, (int64_t)rid };
+	if (!r) {
+		peer_lost(e, i, "out of memory for a rendezvous message");
+		return;
+	}
+	r->kind = TREQ_SEND;
+	r->peer = i;
+	r->ctx = ctx;
+	r->owned = 1;
+	memcpy(r->hdr, &h, HDR_LEN);
+	enqueue_send(e, i, r);
+}
+
+/* receive r (taken off the posted list) meets the announced message rid
+ * of len bytes: it waits for the bytes; the sender is told to send them
+ * (also when the lengths differ: it must not wait forever; the bytes
+ * are then thrown away here) */
+static void bind_rts(struct loom_engine *e, int i, struct loom_treq *r, uint64_t len, uint64_t rid)
+{
+	struct peer *p = PEER(e, i);
+	if (r->len != len) {
+		LOOM_ERR("rank %d sent %llu bytes where %zu were expected (ranks out of step?)", i,
+			 (unsigned long long)len, r->len);
+		complete(r, LOOM_ERR_MISMATCH);
+	} else {
+		r->rid = rid;
+		r->next = p->bound;
+		p->bound = r;
+	}
+	send_hdr(e, i, T_CTS, r->ctx, r->tag, 0, rid);
 }
 
 /* a posted receive for (ctx, tag) from p, removed from the list */
@@ -273,8 +370,6 @@ static void keep(struct peer *p, struct umsg *u)
 	p->unexp_tail = u;
 }
 
-static void enqueue_send(struct loom_engine *e, int i, struct loom_treq *r);
-
 static void control(struct loom_engine *e, int from, const struct wire *h)
 {
 	int64_t entered;
@@ -289,6 +384,8 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 			complete(r, LOOM_ERR_PEER_LOST);
 		}
 		p->posted = p->posted_tail = NULL;
+		fail_list(&p->bound);
+		fail_list(&p->rts_wait);
 		return;
 	}
 	entered = e->hooks->control(e->w, from, (int)h->type, h->ctx, h->aux);
@@ -387,12 +484,66 @@ static int do_read(struct loom_engine *e, int i)
 				peer_lost(e, i, "garbage on the connection");
 				return -1;
 			}
-			if (h.type != T_DATA) {
+			if (h.type == T_RTS) {
+				struct loom_treq *r = take_posted(p, h.ctx, h.tag);
+				struct umsg *u;
+				if (r) {
+					bind_rts(e, i, r, h.len, (uint64_t)h.aux);
+					continue;
+				}
+				/* no receive yet: remember the announcement, no bytes; it
+				 * counts as its own size against LOOM_UNEXPECTED_MAX */
+				if (sizeof *u > e->unexp_max - p->unexp_bytes) {
+					LOOM_ERR("rank %d announced more messages nobody has asked for yet than LOOM_UNEXPECTED_MAX (%zu bytes) lets one peer have waiting",
+						 i, e->unexp_max);
+					peer_lost(e, i, "too many messages announced ahead of their receives");
+					return -1;
+				}
+				if (!(u = calloc(1, sizeof *u))) {
+					peer_lost(e, i, "out of memory for a rendezvous message");
+					return -1;
+				}
+				u->from = p;
+				p->unexp_bytes += sizeof *u;
+				u->ctx = h.ctx;
+				u->tag = h.tag;
+				u->len = h.len;
+				u->rts = 1;
+				u->rid = (uint64_t)h.aux;
+				if (p->unexp_tail)
+					p->unexp_tail->next = u;
+				else
+					p->unexp = u;
+				p->unexp_tail = u;
+				continue;
+			}
+			if (h.type == T_CTS) {
+				struct loom_treq *r = take_rid(&p->rts_wait, (uint64_t)h.aux);
+				if (r) {  /* else cancelled meanwhile */
+					pack(r, T_RDATA, (int64_t)r->rid);
+					enqueue_send(e, i, r);
+				}
+				continue;
+			}
+			if (h.type != T_DATA && h.type != T_RDATA) {
 				control(e, i, &h);
 				continue;
 			}
-			p->rt = take_posted(p, h.ctx, h.tag);
 			p->ru = NULL;
+			if (h.type == T_RDATA) {
+				/* NULL: the receive was cancelled or its length was wrong:
+				 * the bytes are read and dropped */
+				p->rt = take_rid(&p->bound, (uint64_t)h.aux);
+				if (p->rt && p->rt->len != h.len) {
+					complete(p->rt, LOOM_ERR_MISMATCH);
+					p->rt = NULL;
+				}
+				p->rleft = h.len;
+				p->rpos = 0;
+				p->rstate = 1;
+				continue;
+			}
+			p->rt = take_posted(p, h.ctx, h.tag);
 			if (p->rt && p->rt->len != h.len) {
 				LOOM_ERR("rank %d sent %llu bytes where %zu were expected (ranks out of step?)",
 					 i, (unsigned long long)h.len, p->rt->len);
@@ -420,6 +571,8 @@ static int do_read(struct loom_engine *e, int i)
 				p->ru->len = h.len;
 				p->ru->from = p;
 				p->unexp_bytes += h.len;
+				e->early_msgs++;
+				e->early_bytes += h.len;
 			}
 			p->rleft = h.len;
 			p->rpos = 0;
@@ -677,6 +830,12 @@ void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
 				keep(p, u);
 				complete(r, LOOM_SUCCESS);
 			}
+		} else if (r->len >= RNDV_BYTES && !p->gone) {
+			/* announced; its bytes go when the peer's T_CTS comes */
+			r->rid = ++p->next_rid;
+			r->next = p->rts_wait;
+			p->rts_wait = r;
+			send_hdr(e, r->peer, T_RTS, r->ctx, r->tag, r->len, r->rid);
 		} else {
 			enqueue_send(e, r->peer, r);
 		}
@@ -692,7 +851,13 @@ void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
 				p->unexp = u->next;
 			if (p->unexp_tail == u)
 				p->unexp_tail = prev;
-			deliver_kept(r, u);
+			if (u->rts) {
+				p->unexp_bytes -= sizeof *u;
+				bind_rts(e, r->peer, r, u->len, u->rid);
+				free(u);
+			} else {
+				deliver_kept(r, u);
+			}
 		} else if (p->gone || p->bye) {
 			complete(r, LOOM_ERR_PEER_LOST);
 		} else {
@@ -737,7 +902,9 @@ void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r)
 		pthread_mutex_unlock(&e->lock);
 		return;
 	}
-	if (r->kind == TREQ_SEND) {
+	if (r->kind == TREQ_SEND && unlink_req(&p->rts_wait, r)) {
+		/* announced, no byte sent: a later T_CTS finds nothing */
+	} else if (r->kind == TREQ_SEND) {
 		for (q = p->sq; q && q != r; prev = q, q = q->next)
 			;
 		if (q && q == p->sq && (p->shoff > 0 || r->off > 0)) {
@@ -766,6 +933,8 @@ void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r)
 			if (p->sq_tail == r)
 				p->sq_tail = prev;
 		}
+	} else if (unlink_req(&p->bound, r)) {
+		/* its T_CTS went: the bytes that come are dropped */
 	} else {
 		for (q = p->posted; q && q != r; prev = q, q = q->next)
 			;
@@ -1068,6 +1237,8 @@ void loom_engine_destroy(struct loom_world *w)
 	pthread_mutex_lock(&e->lock);
 	e->stop = 1;
 	LOOM_INFO("finalize: the engine made the state of %d peer(s) of %d world ranks", e->nact, e->n);
+	LOOM_INFO("finalize: %llu message(s), %llu bytes, came before their receive was posted and were kept",
+		  (unsigned long long)e->early_msgs, (unsigned long long)e->early_bytes);
 	pthread_mutex_unlock(&e->lock);
 	if (e->have_thr) {
 		wake_engine(e);

@@ -11,6 +11,8 @@
  *   coll-check skip R DIR       rank R skips one allreduce (timeout test)
  *   coll-check die R            rank R is killed mid-run (peer-lost test)
  *   coll-check mismatch R       rank R passes another count (LOOM_CHECK=1)
+ *   coll-check flood R BYTES    rank R sends 64 messages of BYTES that rank 0
+ *                               never receives (LOOM_UNEXPECTED_MAX test)
  *   coll-check threads          two threads, one communicator each, at once
  *   coll-check abort R DIR      rank R aborts the world while the others wait
  *   coll-check early-free DIR   (one node) rank 0 broadcasts through the
@@ -804,6 +806,33 @@ int main(int argc, char **argv)
 			printf("rank %d: later op: status %d (%s)\n", R, rc, loom_strerror(rc));
 		}
 		code |= rc != LOOM_ERR_ABORTED;
+	} else if (!strcmp(mode, "flood")) {
+		/* rank R sends 64 messages of BYTES to rank 0, which posts no
+		 * receive for them: with LOOM_UNEXPECTED_MAX below what they
+		 * make rank 0 hold, rank 0 drops R; both see PEER_LOST */
+		size_t bytes = argc > 3 ? (size_t)atol(argv[3]) : 4096;
+		char *buf = calloc(1, bytes);
+		loom_request_t *q[64];
+		int k, n = 0;
+		loom_barrier(W);
+		t0 = now();
+		if (R == who) {
+			for (k = 0; k < 64; k++)
+				if (loom_isend(buf, bytes, LOOM_INT8, 0, W, &q[n]) == LOOM_SUCCESS)
+					n++;
+			rc = LOOM_SUCCESS;
+			for (k = 0; k < n; k++) {
+				int r1 = loom_wait(q[k]);
+				if (r1 && !rc)
+					rc = r1;
+			}
+			/* small sends are done once written; large ones wait for rank 0 */
+			printf("rank %d: sends: status %d (%s) after %.1f s\n", R, rc, loom_strerror(rc), now() - t0);
+		}
+		rc = loom_barrier(W);
+		printf("rank %d: barrier: status %d (%s) after %.1f s\n", R, rc, loom_strerror(rc), now() - t0);
+		free(buf);
+		_exit(rc == LOOM_ERR_PEER_LOST ? 0 : 1);  /* no finalize: the world is broken */
 	} else if (!strcmp(mode, "mismatch")) {
 		int32_t buf[64] = { 0 }, out[64];
 		rc = loom_allreduce(buf, out, R == who ? 12 : 10, LOOM_INT32, LOOM_SUM, W);
