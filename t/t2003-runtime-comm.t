@@ -42,4 +42,11 @@ for tr in auto tcp; do
 		LOOM_TRANSPORT=$tr ranks_pass 4 'threads checks passed' env_srun -N2 -n4 -- \$COLL threads
 	"
 done
+# regression: point-to-point sends stay eager. With the TCP rendezvous
+# for large messages (041382b) applied to them, a ring of blocking sends
+# (each rank sends to its right, then receives from its left) waited for
+# receives that come only after the sends
+test_expect_success 'srun -N2 -n4: a ring of 4 MiB blocking sends, then receives, completes' '
+	LOOM_TIMEOUT=60 ranks_pass 4 "p2p ring of 4194304-byte blocking sends passed" env_srun -N2 -n4 -- $COLL p2p-ring 1048576
+'
 test_done

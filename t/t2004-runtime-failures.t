@@ -54,16 +54,23 @@ for tr in auto tcp shm; do
 	"
 done
 # a peer that makes another hold more than LOOM_UNEXPECTED_MAX for
-# receives not posted yet is dropped with a line naming it: small messages
-# are kept with their bytes; large ones (64 KiB and more) are only
+# receives not posted yet is dropped with a line naming it: messages sent
+# at once are kept with their bytes; large ones by rendezvous
+# (LOOM_P2P_RENDEZVOUS=1 here, the collectives' always) are only
 # announced, and the announcements count against the same limit
 for bytes in 600 65536; do
 	test_expect_success "a peer sending ahead of the receives past LOOM_UNEXPECTED_MAX is dropped, named ($bytes-byte messages)" "
 		LOOM_UNEXPECTED_MAX=2000 LOOM_TIMEOUT=600 ranks_pass 2 'barrier: status -5 ' env_srun -N2 -n2 -- \$COLL flood 1 $bytes &&
 		cat \$TEST_TMP/o &&
-		grep -Eq 'rank 1 (sent [0-9]* bytes nobody has asked for yet|announced more messages nobody has asked for yet).*LOOM_UNEXPECTED_MAX' \$TEST_TMP/o
+		grep -Eq 'rank 1 sent [0-9]* bytes nobody has asked for yet.*LOOM_UNEXPECTED_MAX' \$TEST_TMP/o
 	"
 done
+test_expect_success 'a peer announcing large messages past LOOM_UNEXPECTED_MAX is dropped, named (LOOM_P2P_RENDEZVOUS=1)' '
+	LOOM_P2P_RENDEZVOUS=1 LOOM_UNEXPECTED_MAX=2000 LOOM_TIMEOUT=600 ranks_pass 2 "barrier: status -5 " env_srun -N2 -n2 -- $COLL flood 1 65536 &&
+	cat $TEST_TMP/o &&
+	grep -q "^rank 1: sends: status -5 " $TEST_TMP/o &&
+	grep -Eq "rank 1 announced more messages nobody has asked for yet.*LOOM_UNEXPECTED_MAX" $TEST_TMP/o
+'
 
 test_expect_success 'peer lost inside one node (shm), 600 s timeout' '
 	! LOOM_TIMEOUT=600 env_srun -N1 -n2 -- $COLL die 0 >$TEST_TMP/o 2>&1 &&

@@ -134,6 +134,21 @@ static int req_end(struct loom_request *q, int rc)
 	return rc;
 }
 
+/* LOOM_P2P_RENDEZVOUS=1: large point-to-point sends go by rendezvous like
+ * the collectives' (no buffer at the receiver; a send then completes only
+ * once its receive is posted). Read once. */
+static int p2p_rendezvous(void)
+{
+	static _Atomic int on = -1;
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
+	if (v < 0) {
+		const char *e = getenv("LOOM_P2P_RENDEZVOUS");
+		v = e && !strcmp(e, "1");
+		atomic_store_explicit(&on, v, memory_order_relaxed);
+	}
+	return v;
+}
+
 /* The native backend's point to point (validated): a request for the
  * TCP engine; req NULL: wait for it here. */
 int loom_native_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
@@ -161,6 +176,9 @@ int loom_native_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, l
 	}
 	q->pseq = seq->n[!is_send]++;
 	q->t.kind = is_send ? TREQ_SEND : TREQ_RECV;
+	/* a send completes without its receive (transport_tcp.c), unless
+	 * LOOM_P2P_RENDEZVOUS=1 asks large ones to wait for it */
+	q->t.eager = !p2p_rendezvous();
 	q->t.peer = loom_comm_wrank(c, peer);
 	q->t.ctx = c->ctx;
 	q->t.tag = LOOM_TAG_P2P | q->pseq;

@@ -115,6 +115,9 @@ struct loom_treq {
 	struct loom_treq *next;
 	int owned;              /* engine frees it (control messages) */
 	uint64_t rid;           /* rendezvous: the sender's number for a large message */
+	int eager;              /* send: never by rendezvous (point to point: a blocking
+				 * send returns once its bytes are written, whatever
+				 * the receiver does, as it always has) */
 	unsigned char hdr[48];  /* send: wire header */
 };
 struct loom_engine;

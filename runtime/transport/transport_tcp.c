@@ -43,7 +43,8 @@
  * before its receive was kept in a buffer of its own and copied again (4
  * ranks on 2 nodes, 16 MiB collectives: up to half of the bytes). Below
  * RNDV_BYTES a message goes at once (T_DATA): the round trip would cost
- * more than the copy. */
+ * more than the copy. Point-to-point sends (r->eager) always go at once:
+ * a program may send before it receives in a cycle of ranks. */
 #define T_RTS 16
 #define T_CTS 17
 #define T_RDATA 18
@@ -830,7 +831,7 @@ void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
 				keep(p, u);
 				complete(r, LOOM_SUCCESS);
 			}
-		} else if (r->len >= RNDV_BYTES && !p->gone) {
+		} else if (r->len >= RNDV_BYTES && !r->eager && !p->gone) {
 			/* announced; its bytes go when the peer's T_CTS comes */
 			r->rid = ++p->next_rid;
 			r->next = p->rts_wait;

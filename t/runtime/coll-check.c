@@ -11,6 +11,8 @@
  *   coll-check skip R DIR       rank R skips one allreduce (timeout test)
  *   coll-check die R            rank R is killed mid-run (peer-lost test)
  *   coll-check mismatch R       rank R passes another count (LOOM_CHECK=1)
+ *   coll-check p2p-ring [N]     blocking send to the right, then receive from
+ *                               the left, N int32 (default 1 Mi)
  *   coll-check flood R BYTES    rank R sends 64 messages of BYTES that rank 0
  *                               never receives (LOOM_UNEXPECTED_MAX test)
  *   coll-check threads          two threads, one communicator each, at once
@@ -806,6 +808,34 @@ int main(int argc, char **argv)
 			printf("rank %d: later op: status %d (%s)\n", R, rc, loom_strerror(rc));
 		}
 		code |= rc != LOOM_ERR_ABORTED;
+	} else if (!strcmp(mode, "p2p-ring")) {
+		/* every rank sends to its right with a blocking send, then
+		 * receives from its left: each send must complete before its
+		 * receive is posted (it did before the TCP rendezvous, and must) */
+		size_t n = argc > 2 ? (size_t)atol(argv[2]) : 1 << 20, i;
+		int32_t *out = malloc(n * 4), *in = malloc(n * 4);
+		int k;
+		for (k = 0; k < 3 && !code; k++) {
+			for (i = 0; i < n; i++)
+				out[i] = (int32_t)(R * 1000003 + k * 7 + (int)i);
+			rc = loom_send(out, n, LOOM_INT32, (R + 1) % N, W);
+			if (!rc)
+				rc = loom_recv(in, n, LOOM_INT32, (R + N - 1) % N, W);
+			for (i = 0; !rc && i < n; i++)
+				if (in[i] != (int32_t)(((R + N - 1) % N) * 1000003 + k * 7 + (int)i)) {
+					printf("rank %d: FAIL p2p-ring round %d element %zu\n", R, k, i);
+					code = 1;
+					break;
+				}
+			if (rc) {
+				printf("rank %d: FAIL p2p-ring round %d: %s\n", R, k, loom_strerror(rc));
+				code = 1;
+			}
+		}
+		if (!code)
+			printf("rank %d: p2p ring of %zu-byte blocking sends passed\n", R, n * 4);
+		free(out);
+		free(in);
 	} else if (!strcmp(mode, "flood")) {
 		/* rank R sends 64 messages of BYTES to rank 0, which posts no
 		 * receive for them: with LOOM_UNEXPECTED_MAX below what they
