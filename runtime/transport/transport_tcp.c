@@ -236,7 +236,6 @@ static int unlink_req(struct loom_treq **list, struct loom_treq *r)
 static void peer_lost(struct loom_engine *e, int i, const char *why)
 {
 	struct peer *p = PEER(e, i);
-	struct loom_treq *r, *nx;
 	if (p->gone)
 		return;
 	p->gone = 1;
@@ -250,16 +249,10 @@ static void peer_lost(struct loom_engine *e, int i, const char *why)
 		loom_flight_log_verdict();
 	} else
 		LOOM_TRACE("rank %d closed its connection after goodbye", i);
-	for (r = p->sq; r; r = nx) {
-		nx = r->next;
-		complete(r, LOOM_ERR_PEER_LOST);
-	}
-	p->sq = p->sq_tail = NULL;
-	for (r = p->posted; r; r = nx) {
-		nx = r->next;
-		complete(r, LOOM_ERR_PEER_LOST);
-	}
-	p->posted = p->posted_tail = NULL;
+	fail_list(&p->sq);
+	p->sq_tail = NULL;
+	fail_list(&p->posted);
+	p->posted_tail = NULL;
 	fail_list(&p->rts_wait);
 	fail_list(&p->bound);
 	if (p->rstate == 1 && p->rt)
@@ -356,6 +349,17 @@ static void deliver_kept(struct loom_treq *r, struct umsg *u)
 	free(u);
 }
 
+/* u at the end of p's early messages (kept bytes or an announcement) */
+static void append_unexp(struct peer *p, struct umsg *u)
+{
+	u->next = NULL;
+	if (p->unexp_tail)
+		p->unexp_tail->next = u;
+	else
+		p->unexp = u;
+	p->unexp_tail = u;
+}
+
 static void keep(struct peer *p, struct umsg *u)
 {
 	struct loom_treq *r = take_posted(p, u->ctx, u->tag);
@@ -363,12 +367,7 @@ static void keep(struct peer *p, struct umsg *u)
 		deliver_kept(r, u);
 		return;
 	}
-	u->next = NULL;
-	if (p->unexp_tail)
-		p->unexp_tail->next = u;
-	else
-		p->unexp = u;
-	p->unexp_tail = u;
+	append_unexp(p, u);
 }
 
 static void control(struct loom_engine *e, int from, const struct wire *h)
@@ -378,13 +377,9 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 		/* it sends nothing after its goodbye: what we still wait for
 		 * from it never comes */
 		struct peer *p = PEER(e, from);
-		struct loom_treq *r, *nx;
 		p->bye = 1;
-		for (r = p->posted; r; r = nx) {
-			nx = r->next;
-			complete(r, LOOM_ERR_PEER_LOST);
-		}
-		p->posted = p->posted_tail = NULL;
+		fail_list(&p->posted);
+		p->posted_tail = NULL;
 		fail_list(&p->bound);
 		fail_list(&p->rts_wait);
 		return;
@@ -511,11 +506,7 @@ static int do_read(struct loom_engine *e, int i)
 				u->len = h.len;
 				u->rts = 1;
 				u->rid = (uint64_t)h.aux;
-				if (p->unexp_tail)
-					p->unexp_tail->next = u;
-				else
-					p->unexp = u;
-				p->unexp_tail = u;
+				append_unexp(p, u);
 				continue;
 			}
 			if (h.type == T_CTS) {
@@ -1249,7 +1240,6 @@ void loom_engine_destroy(struct loom_world *w)
 	for (k = 0; k < e->nact; k++) {
 		struct peer *p = PEER(e, i = e->act[k]);
 		struct umsg *u, *nu;
-		struct loom_treq *r, *nr;
 		p->bye = 1;
 		if (p->fd >= 0 && i != e->self) {
 			shutdown(p->fd, SHUT_WR);
@@ -1257,10 +1247,7 @@ void loom_engine_destroy(struct loom_world *w)
 		}
 		drop_dial(&p->dial);
 		drop_dial(&p->stray);
-		for (r = p->sq; r; r = nr) {
-			nr = r->next;
-			complete(r, LOOM_ERR_PEER_LOST);
-		}
+		fail_list(&p->sq);
 		for (u = p->unexp; u; u = nu) {
 			nu = u->next;
 			free(u->buf);
