@@ -66,18 +66,6 @@ static inline struct loom_flight_slot *flight_of(struct loom_comm *c)
 	return c->flight;
 }
 
-/* An operation's start time, read only for those who use it: metrics
- * time each operation (the precise clock); the flight record, which
- * names a hang in tenths of a second, takes the coarse one (a few ns,
- * where two precise reads were an eighth of a 2-rank 8 B broadcast);
- * neither, no clock at all. loom_metered ends it with the same clock. */
-static inline double op_clock(struct loom_flight_slot *fs)
-{
-	if (loom_metrics_enabled())
-		return loom_now();
-	return fs ? loom_now_coarse() : 0;
-}
-
 /* One collective: req NULL for the blocking form. */
 static int issue(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req,
 		 int nonblocking)
@@ -89,7 +77,7 @@ static int issue(struct loom_comm *c, const struct loom_opdesc *d, loom_request_
 	if ((rc = req_slot(req, nonblocking)) || (rc = loom_op_validate(c, d)))
 		return rc;
 	fs = flight_of(c);
-	t0 = op_clock(fs);
+	t0 = loom_op_clock(fs != NULL);
 	if (fs)
 		seq = loom_flight_post(fs, d->kind, d->count, d->dt, d->op, d->root, t0);
 	rc = c->be->coll(c, d, req);
@@ -108,7 +96,7 @@ static int p2p(struct loom_comm *c, int is_send, void *buf, size_t n, loom_dtype
 	    n > ((size_t)-1 / 2) / loom_dtype_size(dt))
 		return LOOM_ERR_INVALID;
 	fs = flight_of(c);
-	t0 = op_clock(fs);
+	t0 = loom_op_clock(fs != NULL);
 	if (fs)
 		loom_flight_p2p_post(fs, is_send, n, dt, peer, t0);
 	rc = c->be->p2p(c, is_send, buf, n, dt, peer, req);

@@ -171,7 +171,6 @@ int loom_native_world(loom_comm_t **world)
 	memcpy(w->shm_key, b.shm_key, sizeof w->shm_key);
 	ranks = calloc((size_t)w->size, sizeof *ranks);
 	if (!ranks) {
-		free(ranks);
 		boot_free(&b);
 		world_free(w);
 		return LOOM_ERR_NOMEM;

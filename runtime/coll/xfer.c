@@ -210,11 +210,13 @@ static int progress(struct loom_xctx *x)
 
 static int peer_dead(struct loom_comm *c, int peer)
 {
+	int lidx;
 	if (peer == c->rank)
 		return 0;
 	if (loom_tcp_peer_gone(c->w, loom_comm_wrank(c, peer)))
 		return 1;
-	return loom_comm_local_idx(c, peer) >= 0 && loom_shm_peer_gone(c, loom_comm_local_idx(c, peer));
+	lidx = loom_comm_local_idx(c, peer);
+	return lidx >= 0 && loom_shm_peer_gone(c, lidx);
 }
 
 static void poison(struct loom_comm *c, int status)

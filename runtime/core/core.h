@@ -35,6 +35,12 @@ void loom_req_finish(loom_request_t *q, int status);
 void loom_req_meter(loom_request_t *q, struct loom_comm *c, int metric, size_t bytes, double t0,
 		    uint64_t seq);
 /* Count a public operation that ended with rc; returns rc. */
+/* An operation's start or end time, read only for those who use it:
+ * metrics time each operation (the precise clock); the flight record,
+ * which names a hang in tenths of a second, takes the coarse one (a few
+ * ns, where two precise reads were an eighth of a 2-rank 8 B broadcast);
+ * neither (flight 0, no LOOM_METRICS_FILE), no clock at all: 0. */
+double loom_op_clock(int flight);
 int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, uint64_t seq, int rc);
 
 #endif

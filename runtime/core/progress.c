@@ -89,13 +89,20 @@ const struct loom_opdesc *loom_req_desc(const struct loom_request *q) { return &
 /* Count a finished public operation for LOOM_METRICS_FILE and mark it
  * finished in the flight record (collective seq; 0 for point to point).
  * bytes is the per-rank size nccl-tests reports for the operation. */
+double loom_op_clock(int flight)
+{
+	if (loom_metrics_enabled())
+		return loom_now();
+	return flight ? loom_now_coarse() : 0;
+}
+
 int loom_metered(struct loom_comm *c, int metric, size_t bytes, double t0, uint64_t seq, int rc)
 {
 	int metrics = loom_metrics_enabled();
 	double now;
 	if (!metrics && !c->flight)
 		return rc;
-	now = metrics ? loom_now() : loom_now_coarse();  /* as api/coll.c's op_clock */
+	now = loom_op_clock(1);
 	if (metrics && !c->metrics && !c->internal)
 		c->metrics = loom_metrics_new(c->name, c->rank, c->size);
 	if (c->flight) {
@@ -140,13 +147,7 @@ static int req_end(struct loom_request *q, int rc)
 static int p2p_rendezvous(void)
 {
 	static _Atomic int on = -1;
-	int v = atomic_load_explicit(&on, memory_order_relaxed);
-	if (v < 0) {
-		const char *e = getenv("LOOM_P2P_RENDEZVOUS");
-		v = e && !strcmp(e, "1");
-		atomic_store_explicit(&on, v, memory_order_relaxed);
-	}
-	return v;
+	return loom_env_flag(&on, "LOOM_P2P_RENDEZVOUS", "1");
 }
 
 /* The native backend's point to point (validated): a request for the

@@ -1,6 +1,7 @@
 /* runtime/metrics/metrics.c: counters per communicator and the Prometheus writer */
 #include "config.h"
 #include "metrics/metrics.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,13 +104,7 @@ static void register_atexit(void)
 int loom_metrics_enabled(void)
 {
 	static _Atomic int on = -1;
-	int v = atomic_load_explicit(&on, memory_order_relaxed);
-	if (v < 0) {
-		const char *f = getenv("LOOM_METRICS_FILE");
-		v = f && *f;
-		atomic_store_explicit(&on, v, memory_order_relaxed);
-	}
-	return v;
+	return loom_env_flag(&on, "LOOM_METRICS_FILE", NULL);
 }
 
 struct loom_metrics *loom_metrics_new(const char *comm_name, int rank, int size)

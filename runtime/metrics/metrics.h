@@ -26,12 +26,12 @@ enum loom_metric_op {
 
 struct loom_metrics;
 
-/* One set of counters per communicator; name, rank and size label it.
- * NULL on allocation failure (callers then record nothing). */
 /* 1 when LOOM_METRICS_FILE names a file (read once, at the first call):
  * without one nothing reads the counters, and the operations skip them
- * and the clock reads they need (api/coll.c, core/progress.c) */
+ * and the clock reads they need (core/progress.c, loom_op_clock) */
 int loom_metrics_enabled(void);
+/* One set of counters per communicator; name, rank and size label it.
+ * NULL on allocation failure (callers then record nothing). */
 struct loom_metrics *loom_metrics_new(const char *comm_name, int rank, int size);
 /* The owner is done with m. Its counters stay in the file until exit
  * (folded into other freed ones of the same name and rank). */

@@ -5,34 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rule_get(int base, int step, int blk, int period, int shift, int i)
-{
-	int q = (i + shift) / blk;
-	if (period)
-		q %= period;
-	return base + step * q;
-}
-
 /* v fits the rule with blocks of blk values, the first one blk - shift
  * long? step: the change after the first block; period: the block at
  * which the first value comes back */
 static int try_blocks(struct loom_rankmap *m, int n, const int *v, int blk, int shift)
 {
-	int first = blk - shift, step, period = 0, i;
-	if (first >= n) {  /* one value throughout */
-		m->base = v[0], m->step = 0, m->blk = 1, m->period = 0, m->shift = 0;
+	int first = blk - shift, i;
+	m->kind = LOOM_RM_RULE;
+	m->base = v[0], m->step = 0, m->blk = 1, m->period = 0, m->shift = 0;
+	if (first >= n)  /* one value throughout */
 		return 1;
-	}
-	step = v[first] - v[0];
+	m->step = v[first] - v[0], m->blk = blk, m->shift = shift;
 	for (i = first + blk; i < n; i += blk)
 		if (v[i] == v[0]) {
-			period = (i + shift) / blk;
+			m->period = (i + shift) / blk;
 			break;
 		}
-	for (i = 0; i < n; i++)
-		if (v[i] != rule_get(v[0], step, blk, period, shift, i))
+	for (i = 0; i < n; i++)  /* checked by the reader itself */
+		if (v[i] != loom_rankmap_get(m, i))
 			return 0;
-	m->base = v[0], m->step = step, m->blk = blk, m->period = period, m->shift = shift;
 	return 1;
 }
 
@@ -69,15 +60,6 @@ static int count_pieces(int n, const int *v, int *out, int limit)
 		i = j;
 	}
 	return k;
-}
-
-void loom_rankmap_identity(struct loom_rankmap *m, int n)
-{
-	memset(m, 0, sizeof *m);
-	m->n = n;
-	m->kind = LOOM_RM_RULE;
-	m->step = 1;
-	m->blk = 1;
 }
 
 int loom_rankmap_set(struct loom_rankmap *m, int n, const int *v)

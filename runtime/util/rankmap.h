@@ -28,8 +28,6 @@ struct loom_rankmap {
 /* Keep the n values of v (read, not kept) in the smallest of the three
  * forms. 0, or -1 without memory (m is then empty). */
 int loom_rankmap_set(struct loom_rankmap *m, int n, const int *v);
-/* The identity on n */
-void loom_rankmap_identity(struct loom_rankmap *m, int n);
 void loom_rankmap_free(struct loom_rankmap *m);
 int loom_rankmap_piece_get(const struct loom_rankmap *m, int i);
 /* Where value sits in a map whose values increase with i; -1: nowhere */

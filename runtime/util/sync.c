@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <linux/futex.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,17 @@ double loom_now_coarse(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int loom_env_flag(_Atomic int *cache, const char *name, const char *equals)
+{
+	int v = atomic_load_explicit(cache, memory_order_relaxed);
+	if (v < 0) {
+		const char *e = getenv(name);
+		v = e && *e && (!equals || !strcmp(e, equals));
+		atomic_store_explicit(cache, v, memory_order_relaxed);
+	}
+	return v;
 }
 
 double loom_env_double(const char *name, double dflt)

@@ -26,6 +26,9 @@ void loom_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 double loom_now(void);         /* monotonic seconds */
 double loom_now_coarse(void);  /* the same clock to the last tick (ms), cheaper: deadlines */
 double loom_env_double(const char *name, double dflt);
+/* name's setting as a flag, read once into *cache (-1 until then): set
+ * and not empty, or, with equals, equal to it */
+int loom_env_flag(_Atomic int *cache, const char *name, const char *equals);
 uint64_t loom_mix64(uint64_t a, uint64_t b);
 
 /* secret.c: the job key (LOOM_JOB_SECRET), random bytes, HMAC-SHA256 */
