@@ -221,9 +221,15 @@ int loom_comm_ensure_hier(struct loom_comm *c)
 	return LOOM_SUCCESS;
 }
 
+/* Only the thread running the communicator's operation (its exec lock
+ * held) writes seq, so no locked add: after a fast-box post, a locked
+ * instruction waited for the box's cache line to come back from its
+ * reader. The engine thread reads it (timeout diagnosis). */
 uint64_t loom_op_enter(struct loom_comm *c)
 {
-	return atomic_fetch_add(&c->seq, 1) + 1;
+	uint64_t v = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
+	atomic_store_explicit(&c->seq, v, memory_order_relaxed);
+	return v;
 }
 
 struct loom_bell *loom_comm_bell(struct loom_comm *c)
