@@ -260,10 +260,12 @@ def main():
     for coll in COLLS:
         for shape in ("1x2", "2x4"):
             d = data.get((coll, shape))
-            if not d or not any(len(s.best) > 2 for s in d.values()):
+            if not d or not any(s.best for s in d.values()):
                 continue
             out += table(coll, shape, d, status[(coll, shape)], nrounds)
-            panels.append((coll, shape, d))
+            # a curve needs a few sizes; one or two are read in the table
+            if any(len(s.best) > 2 for s in d.values()):
+                panels.append((coll, shape, d))
     out += growth(data, nrounds)
     if panels:
         svgpath = os.path.join(dirname, "compare.svg")

@@ -109,6 +109,18 @@ test_expect_success 'small sizes run -N iterations, large ones -n: every peer, e
 	done
 '
 
+# regression: a run of one or two sizes printed no table at all (the
+# report drew only collectives with a curve to plot)
+test_expect_success 'a run of one size prints its table (and no plot panel)' '
+	timeout 600 "$C" -o allreduce -s 1x2 -b 8 -e 8 -N 20 --no-growth -r 1 \
+		-B "$LOOM_BUILD_DIR" -O "$TEST_TMP/one" >"$TEST_TMP/one.out" 2>&1 || { cat "$TEST_TMP/one.out"; false; } &&
+	sed -n "/^### allreduce, 2 ranks, 1 node (best of 1)/,/^###/p" "$TEST_TMP/one.out" >"$TEST_TMP/t" &&
+	cat "$TEST_TMP/t" &&
+	test $(grep -Ec "$(rowre $have_mpi $have_gloo)" "$TEST_TMP/t") = 1 &&
+	grep -q "^| 8 B |" "$TEST_TMP/t" &&
+	! grep -q "^Plot:" "$TEST_TMP/one.out"
+'
+
 test_expect_success 'bad arguments are refused with a message' '
 	test_must_fail_with "^bench/compare: -N .x.: expected a positive integer" "$C" -N x &&
 	test_must_fail_with "^bench/compare: -o: unknown collective .bogus." "$C" -o bogus &&
