@@ -1,8 +1,9 @@
 /* runtime/coll/coll_reduce.c: reduce to a root by binomial tree (small), by
- * ring reduce-scatter then a gather of the blocks at the root (large), or
+ * ring reduce-scatter then a gather of the blocks at the root (large),
  * hierarchically (reduce to each node's leader, reduce among leaders,
- * hand the result to the root if it is not its node's leader). send is
- * never written; recv is touched at the root only. */
+ * hand the result to the root if it is not its node's leader), or, large
+ * across nodes of equal size, by the lanes allreduce. send is never
+ * written; recv is touched at the root only. */
 #include "coll/coll.h"
 
 #include <stdlib.h>
@@ -124,6 +125,33 @@ static int hier_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 	return rc;
 }
 
+/* A large reduce across nodes of equal size: the lanes allreduce (plan.c),
+ * into the root's buffer there and into a kept one elsewhere (a fresh
+ * 16 MiB each call would be 4,096 page faults). Above REDUCE_KEEP_MAX a
+ * non-root takes it for the call only, as the leaders' reduce takes its
+ * own accumulators. */
+#define REDUCE_KEEP_MAX (64u << 20)
+static int allreduce_reduce(struct loom_comm *c, const char *s, char *r, size_t n,
+			    loom_dtype_t dt, loom_op_t op, int root, struct loom_opctx *o)
+{
+	size_t bytes = n * loom_dtype_size(dt);
+	char *out = r, *own = NULL;
+	int rc;
+	if (c->rank != root) {
+		if (bytes <= REDUCE_KEEP_MAX && c->reduce_out_len < bytes) {
+			free(c->reduce_out);  /* grown, not copied: nothing in it is kept */
+			c->reduce_out = malloc(bytes);
+			c->reduce_out_len = c->reduce_out ? bytes : 0;
+		}
+		out = bytes <= REDUCE_KEEP_MAX ? c->reduce_out : (own = malloc(bytes));
+		if (!out)
+			return LOOM_ERR_NOMEM;
+	}
+	rc = loom_coll_allreduce(c, s, out, n, dt, op, o);
+	free(own);
+	return rc;
+}
+
 int loom_coll_reduce(struct loom_comm *c, const void *s, void *r, size_t n, loom_dtype_t dt,
 		     loom_op_t op, int root, struct loom_opctx *o)
 {
@@ -142,6 +170,7 @@ int loom_coll_reduce(struct loom_comm *c, const void *s, void *r, size_t n, loom
 		return ring_reduce(c, s, r, n, dt, op, root, o);
 	}
 	case LOOM_ALG_HIER: return hier_reduce(c, s, r, n, dt, op, root, o);
+	case LOOM_ALG_LANES_RS: return allreduce_reduce(c, s, r, n, dt, op, root, o);
 	case LOOM_ALG_TREE: return tree_reduce(c, s, r, n, dt, op, root, o);
 	default: return ring_reduce(c, s, r, n, dt, op, root, o);
 	}

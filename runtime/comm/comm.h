@@ -99,6 +99,9 @@ struct loom_comm {
 	int scratch_busy;  /* the same local rank on every node (when all hold as many) */
 	char *direct_tmp;         /* coll_direct.c: two chunks, kept (a fresh 256 KiB per
 				   * call is an mmap and 64 page faults) */
+	char *reduce_out;         /* coll_reduce.c: a non-root's copy of a large reduce
+				   * across nodes, kept up to 64 MiB */
+	size_t reduce_out_len;
 	pthread_mutex_t p2p_lock;
 	struct loom_intmap p2p;   /* peer -> its point-to-point sequence numbers */
 	struct loom_nbq *nbq;

@@ -15,7 +15,9 @@ int main(void)
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_LANES_RS, "auto, 2 nodes x 2, large: node reduce-scatter, lanes, node allgather");
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 8, 2, 4, 64 << 20, 16 << 20), LOOM_ALG_LANES_RS, "auto, 2 nodes x 4, large: lanes");
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, LOOM_SMALL_BYTES + 4, 3), LOOM_ALG_LANES, "lanes: fewer elements than ranks is small");
-	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_HIER, "reduce across nodes: hierarchical, not lanes");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_LANES_RS, "large reduce across equal nodes: the lanes allreduce");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 5, 2, 3, 1 << 20, 1 << 18), LOOM_ALG_HIER, "large reduce across unequal nodes: hierarchical");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 2, 2, 4096, 1024), LOOM_ALG_HIER, "small reduce across nodes: hierarchical, not the lanes allreduce");
 	/* fast boxes: one node, shared memory, the posted bytes fit a box */
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, 8, 2), LOOM_ALG_FBOX, "one node, 8 B: fast boxes");
 	is_int(loom_plan_allreduce(LOOM_TR_SHM, 8, 1, 8, LOOM_FBOX_BYTES, LOOM_FBOX_BYTES / 4), LOOM_ALG_FBOX, "one node, a full box: fast boxes");
