@@ -316,15 +316,29 @@ static void test_reduce(loom_dtype_t t, loom_op_t op)
 				size_t cnt = elems(si, t), by = cnt * es;
 				int root = roots[ri];
 				int s = sub("count=%zu %s root=%d", cnt, ip ? "in-place" : "out-of-place", root);
-				void *a = balloc(by), *b = ip ? a : balloc(by);
+				void *a = balloc(by), *b = ip ? a : balloc(by), *in = NULL;
 				long long bad = 0;
 				int rc;
 				lv_fill(a, cnt, t, op, me, 0);
+				/* send is const: unchanged wherever it is not the root's
+				 * recv (a non-root's result may land in a buffer of the
+				 * library's, never in it) */
+				if (!ip || me != root) {
+					in = malloc(by ? by : 1);
+					if (!in) {
+						fprintf(stderr, "conformance: out of memory (%zu bytes)\n", by);
+						exit(2);
+					}
+					memcpy(in, a, by);
+				}
 				to_dev();
 				rc = loom_reduce(D(a), D(b), cnt, t, op, root, world);
 				from_dev();
 				if (!rc && me == root)
 					bad = wrong_reduced(b, cnt, t, op, 0);
+				if (!rc && in && memcmp(in, a, by) != 0)
+					bad++;
+				free(in);
 				bad += guard_bad(b, by);
 				sub_result(s, rc, bad);
 				if (!ip)
