@@ -41,6 +41,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +74,8 @@ struct slot_bell {
 	struct loom_bell bell;
 	int32_t pid;
 	_Atomic uint32_t asleep;  /* in its bell's futex wait: descheduled */
-	char pad[CL - sizeof(struct loom_bell) - 8];
+	_Atomic int32_t cpu;      /* where it last began a wait (-1: not yet) */
+	char pad[CL - sizeof(struct loom_bell) - 12];
 };
 
 struct seg_hdr {
@@ -273,6 +275,7 @@ int loom_shm_attach(struct loom_comm *c)
 	s->fbox = (struct fbox_rank *)(s->bells + nl);
 	s->ready = (_Atomic uint32_t *)(s->fbox + nl);
 	s->bells[c->local_rank].pid = (int32_t)getpid();
+	atomic_store(&s->bells[c->local_rank].cpu, -1);
 	n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
 	if (n == (uint32_t)nl) {
 		shm_unlink(s->name);
@@ -386,6 +389,23 @@ int loom_shm_peer_gone(struct loom_comm *c, int local_idx)
 int loom_shm_peer_asleep(struct loom_comm *c, int local_idx)
 {
 	return c->shm && atomic_load_explicit(&c->shm->bells[local_idx].asleep, memory_order_relaxed);
+}
+
+/* sched_getcpu reads the kernel's restartable-sequence area (glibc
+ * 2.35+), no system call; the CPU is stored only when it changed, so the
+ * line stays in the peers' caches */
+void loom_shm_here(struct loom_comm *c)
+{
+	_Atomic int32_t *mine = &c->shm->bells[c->local_rank].cpu;
+	int cpu = sched_getcpu();
+	if (atomic_load_explicit(mine, memory_order_relaxed) != cpu)
+		atomic_store_explicit(mine, cpu, memory_order_relaxed);
+}
+
+int loom_shm_peer_beside(struct loom_comm *c, int local_idx)
+{
+	int cpu = atomic_load_explicit(&c->shm->bells[local_idx].cpu, memory_order_relaxed);
+	return cpu >= 0 && cpu == sched_getcpu();
 }
 
 /* Announced before the dozer's first check (sleepers, then a full
@@ -521,6 +541,7 @@ void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t
 	s->fbox_last[FBOX_SLOT(seq)] = seq;
 	atomic_store_explicit(&b->seq, seq, memory_order_release);
 	wake_sleepers(s, c->local_rank);
+	loom_shm_here(c);
 }
 
 const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
