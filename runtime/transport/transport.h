@@ -189,9 +189,10 @@ int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag);
 struct loom_bell *loom_shm_bell(struct loom_comm *c);
 int loom_shm_peer_gone(struct loom_comm *c, int local_idx);  /* its process no longer exists */
 int loom_shm_peer_asleep(struct loom_comm *c, int local_idx);
-/* here: note the CPU this rank runs on as it begins a wait; beside: the
- * local peer last began one on the caller's CPU, so it is not running now
- * (unless moved since): spinning for it only keeps it off this CPU */
+/* here: note the CPU this rank runs on (as it posts a fast box or begins
+ * a wait); beside: the local peer last noted the caller's CPU, so it is
+ * not running now (unless moved since): spinning for it only keeps it
+ * off this CPU */
 void loom_shm_here(struct loom_comm *c);
 int loom_shm_peer_beside(struct loom_comm *c, int local_idx);
 /* A wait on the fast boxes that has spun long enough dozes: announce it

@@ -74,7 +74,7 @@ struct slot_bell {
 	struct loom_bell bell;
 	int32_t pid;
 	_Atomic uint32_t asleep;  /* in its bell's futex wait: descheduled */
-	_Atomic int32_t cpu;      /* where it last began a wait (-1: not yet) */
+	_Atomic int32_t cpu;      /* where it last posted or began a wait (-1: not yet) */
 	char pad[CL - sizeof(struct loom_bell) - 12];
 };
 
