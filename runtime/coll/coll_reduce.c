@@ -138,12 +138,16 @@ static int allreduce_reduce(struct loom_comm *c, const char *s, char *r, size_t 
 	char *out = r, *own = NULL;
 	int rc;
 	if (c->rank != root) {
-		if (bytes <= REDUCE_KEEP_MAX && c->reduce_out_len < bytes) {
-			free(c->reduce_out);  /* grown, not copied: nothing in it is kept */
-			c->reduce_out = malloc(bytes);
-			c->reduce_out_len = c->reduce_out ? bytes : 0;
+		if (bytes > REDUCE_KEEP_MAX) {
+			out = own = malloc(bytes);
+		} else {
+			if (c->reduce_out_len < bytes) {
+				free(c->reduce_out);  /* grown, not copied: nothing in it is kept */
+				c->reduce_out = malloc(bytes);
+				c->reduce_out_len = c->reduce_out ? bytes : 0;
+			}
+			out = c->reduce_out;
 		}
-		out = bytes <= REDUCE_KEEP_MAX ? c->reduce_out : (own = malloc(bytes));
 		if (!out)
 			return LOOM_ERR_NOMEM;
 	}

@@ -401,7 +401,6 @@ int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 	double next_check = 0;
 	int f, lidx = loom_comm_local_idx(c, peer), dozing = 0, rc = LOOM_SUCCESS;
 	loom_backoff_reset(&b);
-	loom_shm_here(c);
 	for (;;) {
 		double now, nap;
 		if (ready(arg))
@@ -410,6 +409,8 @@ int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 			rc = x->status = f;
 			break;
 		}
+		if (b.n == 0)  /* a wait begins: not when the data was there */
+			loom_shm_here(c);
 		/* the peer last ran on this CPU, so it is not running: give it
 		 * the CPU now rather than after LOOM_SPIN_S (two ranks of a node
 		 * on one core: 20-70 us an 8 B alltoall, against 1-2) */
