@@ -23,6 +23,8 @@ struct loom_xctx {
 #define LOOM_TAG_PHASE2 (1ull << 61)  /* a second phase posted ahead (ring allgather) */
 #define LOOM_TAG_CHECK (1ull << 62)
 #define LOOM_TAG_P2P (1ull << 63)
+/* an operation's tag as the shm rings carry it */
+static inline uint32_t loom_x_shm_tag(uint64_t tag) { return (uint32_t)(tag ^ (tag >> 32)); }
 void loom_x_begin(struct loom_xctx *x, struct loom_comm *c, const char *opname, uint64_t seq,
 		  uint64_t tag, double deadline);
 int loom_x_send(struct loom_xctx *x, int peer, const void *buf, size_t len);
@@ -97,6 +99,16 @@ int loom_fbox_barrier(struct loom_comm *c, struct loom_opctx *o);
 /* ---- coll_direct.c: large operations of a one-node communicator by
  * direct reads of the peers' buffers. *fallback 1: not possible here and
  * nothing done (the caller runs its ring algorithm). ---- */
+/* ---- coll_staged.c ---- */
+/* results of this many bytes a rank or more are written with streaming
+ * stores (loom_copy_stream): a node's ranks' buffers of that size no
+ * longer fit in its caches, and a cached store first reads the line it
+ * overwrites */
+#define LOOM_STREAM_BYTES (32u << 20)
+/* in-node allreduce through the ring slots, s may be r; LOOM_ALG_STAGED */
+int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
+			  loom_dtype_t dt, loom_op_t op, struct loom_opctx *o);
+
 int loom_direct_allreduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
 			  loom_op_t op, struct loom_opctx *o, int *fallback);
 int loom_direct_rs(struct loom_comm *c, const char *s, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
@@ -117,7 +129,7 @@ int loom_direct_alltoall(struct loom_comm *c, const char *s, char *r, size_t byt
 /* ---- plan.c: which algorithm ---- */
 enum { LOOM_ALG_TRIVIAL = 0, LOOM_ALG_RD, LOOM_ALG_RING, LOOM_ALG_HIER, LOOM_ALG_TREE,
        LOOM_ALG_CHAIN, LOOM_ALG_FBOX,
-       LOOM_ALG_LANES, LOOM_ALG_LANES_RS, LOOM_ALG_DIRECT };
+       LOOM_ALG_LANES, LOOM_ALG_LANES_RS, LOOM_ALG_DIRECT, LOOM_ALG_STAGED };
 /* the fast boxes, for an operation where each rank posts post_bytes */
 int loom_plan_fbox(int transport, int size, int nnodes, size_t post_bytes);
 /* direct reads, for an operation of bytes per rank buffer */

@@ -270,6 +270,8 @@ int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, l
 	size_t bytes = n * loom_dtype_size(dt);
 	int alg = loom_plan_allreduce(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c),
 				      bytes, n);
+	if (alg == LOOM_ALG_STAGED)  /* reads s where it is */
+		return loom_staged_allreduce(c, s, r, n, dt, op, o);
 	if (alg == LOOM_ALG_DIRECT) { /* reads s where it is */
 		int fallback, rc = loom_direct_allreduce(c, s, r, n, dt, op, o, &fallback);
 		if (rc || !fallback)

@@ -23,6 +23,16 @@
  *    reads of the peers' buffers (coll_direct.c), where the kernel
  *    allows them: a + b*g with a = three fast-box meetings and a few
  *    system calls, and each byte copied once, not through ring slots.
+ *  - one node, allreduce from LOOM_STREAM_BYTES (32 MiB) per rank:
+ *    through the shared ring slots chunk by chunk (coll_staged.c), the
+ *    results written with streaming stores. The ranks' buffers no longer
+ *    fit in the caches there, memory traffic is the cost, and a
+ *    streaming store saves the read of each line it overwrites, which
+ *    the kernel's copies into a peer's buffer cannot (2 ranks, 64 MiB:
+ *    15.7-16.0 ms against 19.0-20.4 by direct reads; 32 MiB 7.2-7.5
+ *    against 8.7-9.1). Below it direct reads win: the data is in cache,
+ *    and they copy it once where the slots copy it twice (16 MiB: 2.6-3.3
+ *    against 3.2-4.2 ms; 1 MiB 125-132 against 172-187 us).
  *  - inside the node part of a hierarchical broadcast, from 4 KiB up to
  *    256 KiB: the rings' binomial tree, not direct reads. A ring send is
  *    eager, direct reads end in a barrier of the node's ranks, and these
@@ -95,7 +105,7 @@ int loom_plan_allreduce(int transport, int size, int nnodes, int local_size_max,
 		return bytes <= LOOM_SMALL_BYTES || count < (size_t)size ? LOOM_ALG_LANES
 									 : LOOM_ALG_LANES_RS;
 	if (loom_plan_direct(transport, size, nnodes, bytes) && count >= (size_t)size)
-		return LOOM_ALG_DIRECT;
+		return bytes >= LOOM_STREAM_BYTES ? LOOM_ALG_STAGED : LOOM_ALG_DIRECT;
 	return plan_reduction(LOOM_ALG_RD, transport, size, nnodes, local_size_max, bytes, count);
 }
 

@@ -15,7 +15,6 @@
 
 #define SEG (256u * 1024)
 
-static uint32_t shm_tag(uint64_t tag) { return (uint32_t)(tag ^ (tag >> 32)); }
 
 void loom_x_begin(struct loom_xctx *x, struct loom_comm *c, const char *opname, uint64_t seq,
 		  uint64_t tag, double deadline)
@@ -182,7 +181,7 @@ static int progress(struct loom_xctx *x)
 			}
 			if (blocked)
 				continue;
-			rc = loom_shm_progress(c, q, shm_tag(x->tag));
+			rc = loom_shm_progress(c, q, loom_x_shm_tag(x->tag));
 			if (rc < 0) {
 				x->status = rc;
 				q->status = rc;

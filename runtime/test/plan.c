@@ -23,6 +23,14 @@ int main(void)
 	is_int(loom_plan_allreduce(LOOM_TR_SHM, 8, 1, 8, LOOM_FBOX_BYTES, LOOM_FBOX_BYTES / 4), LOOM_ALG_FBOX, "one node, a full box: fast boxes");
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_FBOX_BYTES + 4, LOOM_FBOX_BYTES / 4 + 1), LOOM_ALG_RD, "one node, above a box: recursive doubling");
 	is_int(loom_plan_allreduce(LOOM_TR_TCP, 2, 1, 2, 8, 2), LOOM_ALG_RD, "LOOM_TRANSPORT=tcp: never fast boxes");
+	/* large, one node: direct reads while the buffers fit in cache, the
+	 * staged slots with streaming stores beyond */
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, 1 << 20, 1 << 18), LOOM_ALG_DIRECT, "one node, 1 MiB: direct reads");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_STREAM_BYTES - 4, LOOM_STREAM_BYTES / 4 - 1), LOOM_ALG_DIRECT, "one node, just below the streaming size: direct reads");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_STAGED, "one node, 64 MiB: staged through the slots");
+	is_int(loom_plan_allreduce(LOOM_TR_SHM, 4, 1, 4, LOOM_STREAM_BYTES, LOOM_STREAM_BYTES / 4), LOOM_ALG_STAGED, "LOOM_TRANSPORT=shm, at the streaming size: staged");
+	is_int(loom_plan_allreduce(LOOM_TR_TCP, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_RING, "LOOM_TRANSPORT=tcp, 64 MiB: the ring, never shared memory");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_DIRECT, "one node, 64 MiB reduce: direct reads (the root alone writes a result)");
 	is_int(loom_plan_bcast(LOOM_TR_AUTO, 4, 1, 4, 64), LOOM_ALG_FBOX, "one node, small broadcast: fast boxes");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 1, 4, 64, 16), LOOM_ALG_FBOX, "one node, small reduce: fast boxes");
 	ok(!loom_plan_fbox(LOOM_TR_AUTO, 4, 2, 8), "two nodes: no fast boxes");

@@ -227,5 +227,19 @@ void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t
 const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
 			       size_t len, int *mismatch);
 void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all);
+/* The rings slot by slot, with no copy in or out (coll_staged.c): to
+ * returns the slot that the next message to local peer local_idx goes
+ * in (NULL: the ring is full; NULL and *rc set: it could not be made),
+ * to fill with up to LOOM_SHM_SLOT_BYTES and post; from returns the next
+ * message from local_idx (NULL: none yet; NULL and *rc LOOM_ERR_MISMATCH,
+ * logged: it is not tag's, or not len bytes), to read and release. A
+ * message is the size of its ring slot; messages of one direction keep
+ * their order, whether sent so or through loom_shm_progress. */
+#define LOOM_SHM_SLOT_BYTES (64u * 1024)
+void *loom_shm_slot_to(struct loom_comm *c, int local_idx, int *rc);
+void loom_shm_slot_post(struct loom_comm *c, int local_idx, uint32_t tag, size_t len);
+const void *loom_shm_slot_from(struct loom_comm *c, int local_idx, uint32_t tag, size_t len,
+			       int *rc);
+void loom_shm_slot_release(struct loom_comm *c, int local_idx);
 
 #endif

@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 #define NSLOT 16
-#define SLOT (64u * 1024)
+#define SLOT LOOM_SHM_SLOT_BYTES
 #define CL 64
 
 struct slot_hdr { uint32_t tag, len; };
@@ -567,6 +567,17 @@ void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all)
 	wake_sleepers(s, c->local_rank);
 }
 
+/* the message in slot k of r, from local peer pl: tag's, of n bytes? */
+static int slot_check(struct loom_comm *c, struct ring *r, unsigned k, int pl, uint32_t tag,
+		      size_t n)
+{
+	if (r->sh[k].tag == tag && r->sh[k].len == n)
+		return 0;
+	LOOM_ERR("comm %s: rank %d sent %u bytes of operation tag %u where %zu bytes of tag %u were expected (ranks out of step)",
+		 c->name, loom_rankmap_get(&c->lmem, pl), r->sh[k].len, r->sh[k].tag, n, tag);
+	return LOOM_ERR_MISMATCH;
+}
+
 int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 {
 	struct loom_shm *s = c->shm;
@@ -610,11 +621,8 @@ int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 			k = (unsigned)(tail % NSLOT);
 			if (n > SLOT)
 				n = SLOT;
-			if (r->sh[k].tag != tag || r->sh[k].len != n) {
-				LOOM_ERR("comm %s: rank %d sent %u bytes of operation tag %u where %zu bytes of tag %u were expected (ranks out of step)",
-					 c->name, x->peer, r->sh[k].len, r->sh[k].tag, n, tag);
-				return LOOM_ERR_MISMATCH;
-			}
+			if ((rc = slot_check(c, r, k, pl, tag, n)))
+				return rc;
 			if (x->kind == XRECV_REDUCE)
 				loom_reduce_local(x->buf + x->off, r->data[k], n / es, x->dt, x->op);
 			else if (n)
@@ -629,4 +637,52 @@ int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 	if (x->segdone > 0 && x->off == x->len)
 		x->done = 1;
 	return moved;
+}
+
+void *loom_shm_slot_to(struct loom_comm *c, int local_idx, int *rc)
+{
+	struct ring *r = ring_map(c, c->local_rank, local_idx, 1, rc);
+	uint64_t head, tail;
+	if (!r)
+		return NULL;
+	head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	return head - tail < NSLOT ? r->data[head % NSLOT] : NULL;
+}
+
+void loom_shm_slot_post(struct loom_comm *c, int local_idx, uint32_t tag, size_t len)
+{
+	struct ring *r = c->shm->out[local_idx];  /* mapped by loom_shm_slot_to */
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	unsigned k = (unsigned)(head % NSLOT);
+	r->sh[k].tag = tag;
+	r->sh[k].len = (uint32_t)len;
+	atomic_store_explicit(&r->head, head + 1, memory_order_release);
+	loom_bell_ring(&c->shm->bells[local_idx].bell);
+}
+
+const void *loom_shm_slot_from(struct loom_comm *c, int local_idx, uint32_t tag, size_t len,
+			       int *rc)
+{
+	struct ring *r = ring_map(c, local_idx, c->local_rank, 0, rc);
+	uint64_t head, tail;
+	unsigned k;
+	if (!r)
+		return NULL;
+	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	head = atomic_load_explicit(&r->head, memory_order_acquire);
+	if (tail == head)
+		return NULL;
+	k = (unsigned)(tail % NSLOT);
+	if ((*rc = slot_check(c, r, k, local_idx, tag, len)))
+		return NULL;
+	return r->data[k];
+}
+
+void loom_shm_slot_release(struct loom_comm *c, int local_idx)
+{
+	struct ring *r = c->shm->in[local_idx];  /* mapped by loom_shm_slot_from */
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
+	loom_bell_ring(&c->shm->bells[local_idx].bell);
 }

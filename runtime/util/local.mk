@@ -1,7 +1,7 @@
 # runtime/util/: logging, time and environment, futex bells, reduction
 # kernels, status texts
 runtime_libloom_core_la_SOURCES += runtime/util/util.h runtime/util/error.c \
-	runtime/util/log.c runtime/util/sync.c runtime/util/reduce_ops.c \
+	runtime/util/log.c runtime/util/sync.c runtime/util/reduce_ops.c runtime/util/copy_stream.c \
 	runtime/util/secret.c runtime/util/intmap.h runtime/util/intmap.c \
 	runtime/util/rankmap.h runtime/util/rankmap.c
 runtime_libloom_core_la_CFLAGS += $(CRYPTO_CFLAGS)
@@ -10,3 +10,7 @@ check_PROGRAMS += runtime/test/reduce_ops
 runtime_test_reduce_ops_SOURCES = runtime/test/reduce_ops.c
 runtime_test_reduce_ops_LDADD = runtime/libloom_core.la -lm
 TESTS += runtime/test/reduce_ops
+check_PROGRAMS += runtime/test/copy_stream
+runtime_test_copy_stream_SOURCES = runtime/test/copy_stream.c
+runtime_test_copy_stream_LDADD = runtime/libloom_core.la
+TESTS += runtime/test/copy_stream

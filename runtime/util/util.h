@@ -89,6 +89,12 @@ void loom_reduce_local(void *inout, const void *in, size_t count, loom_dtype_t d
 /* out = a op b, element by element (out may be a): a reduction and a copy in one pass */
 void loom_reduce_into(void *out, const void *a, const void *b, size_t count, loom_dtype_t dtype,
 		      loom_op_t op);
+/* ---- copy_stream.c ---- */
+/* memcpy whose stores bypass the caches (x86-64: streaming stores, then
+ * a store fence; elsewhere memcpy): for a destination too large to stay
+ * in cache, it saves the read of each line before it is overwritten */
+void loom_copy_stream(void *dst, const void *src, size_t n);
+
 /* AVG's last step: divide by n (integers truncate). */
 void loom_avg_finish(void *buf, size_t count, loom_dtype_t dtype, int n);
 void loom_to_f32(float *dst, const void *src, size_t count, loom_dtype_t dtype);

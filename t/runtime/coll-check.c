@@ -489,6 +489,28 @@ static int mode_coll(size_t maxcount)
 	return failures != 0;
 }
 
+/* allreduce of bytes or more a rank (the staged path in one node): the
+ * element sizes, in and out of place, blocks and chunks that do not
+ * divide evenly, and every rank's result bit-identical */
+static int mode_large_allreduce(size_t bytes)
+{
+	int rc;
+	t_allreduce(LOOM_FLOAT32, LOOM_SUM, bytes / 4 + 77, 0);
+	t_allreduce(LOOM_INT32, LOOM_SUM, bytes / 4 + 5, 1);
+	t_allreduce(LOOM_FLOAT64, LOOM_MAX, bytes / 8 + 3, 0);
+	t_allreduce(LOOM_INT8, LOOM_MIN, bytes + 1, 1);
+	t_allreduce(LOOM_BFLOAT16, LOOM_AVG, bytes / 4 + 9, 0);
+	t_identical(bytes / 4 + 13, LOOM_FLOAT32);
+	rc = loom_barrier(W);
+	if (rc) {
+		fprintf(stderr, "rank %d: barrier: %s\n", R, loom_strerror(rc));
+		failures++;
+	}
+	if (!failures)
+		printf("rank %d: all checks passed (%d ranks)\n", R, N);
+	return failures != 0;
+}
+
 static int expect(int cond, const char *what)
 {
 	if (!cond) {
@@ -733,6 +755,8 @@ int main(int argc, char **argv)
 	N = loom_comm_size(W);
 	if (!strcmp(mode, "coll"))
 		code = mode_coll(argc > 2 ? (size_t)atol(argv[2]) : 0);
+	else if (!strcmp(mode, "large-allreduce"))
+		code = mode_large_allreduce(argc > 2 ? (size_t)atol(argv[2]) : 32u << 20);
 	else if (!strcmp(mode, "split"))
 		code = mode_split();
 	else if (!strcmp(mode, "threads"))

@@ -1,0 +1,150 @@
+/* runtime/coll/coll_staged.c: large allreduce inside one node through the
+ * shared-memory ring slots, used in place (no copy into a message and out
+ * again), chunk by chunk, every rank at once.
+ *
+ * Rank r reduces block r (loom_blk_*) of the result. In round j each rank
+ *   a. copies chunk j of its input's block p into a slot to each peer p;
+ *   b. reduces chunk j of its own block from its input and the peers'
+ *      slots, in the order r, r+1, ..., r-1, into a slot to peer r+1;
+ *   c. posts that slot, copies it to the other peers' slots and into its
+ *      own result;
+ *   d. copies each peer's reduced chunk j from its slot into its result.
+ * Each direction's ring thus carries input j, result j, input j+1, ...;
+ * every rank takes them in that order, and a rank waits only for a
+ * message of its round or for a slot a peer of the same round or later
+ * frees, so no cycle of waits can form. Block r is reduced by rank r
+ * alone in a fixed order: results are bit-identical on every rank.
+ *
+ * Against direct reads (coll_direct.c) every byte here is moved by user
+ * code that the hardware prefetches, with no page pinning in the kernel,
+ * and a result leaves cache once, for the rank whose result it is. With 2
+ * ranks and 64 MiB, memory traffic is what bounds it: each rank's result
+ * goes out with streaming stores, which save the read of every line
+ * before it is overwritten (docs/algorithms.md has the figures). */
+#include "coll/coll.h"
+
+#include <string.h>
+
+struct stage {
+	struct loom_xctx x;
+	struct loom_comm *c;
+	uint32_t tag;
+	int lidx, rc;
+	size_t len;
+	void *slot;
+};
+
+static int slot_free(void *a)
+{
+	struct stage *g = a;
+	g->slot = loom_shm_slot_to(g->c, g->lidx, &g->rc);
+	return g->slot || g->rc;
+}
+
+static int slot_full(void *a)
+{
+	struct stage *g = a;
+	g->slot = (void *)loom_shm_slot_from(g->c, g->lidx, g->tag, g->len, &g->rc);
+	return g->slot || g->rc;
+}
+
+/* the slot for the next message to rank p, or to take the next one
+ * from p (len bytes: checked): waits, NULL with *rc on failure */
+static void *slot(struct stage *g, int p, int from, size_t len, int *rc)
+{
+	int (*ready)(void *) = from ? slot_full : slot_free;
+	g->lidx = loom_comm_local_idx(g->c, p);
+	g->len = len;
+	g->rc = 0;
+	if (!ready(g) && (*rc = loom_x_wait_shm(&g->x, p, ready, g)))
+		return NULL;
+	*rc = g->rc;
+	return *rc ? NULL : g->slot;
+}
+
+static void post(struct stage *g, int p, size_t len)
+{
+	loom_shm_slot_post(g->c, loom_comm_local_idx(g->c, p), g->tag, len);
+}
+
+static void release(struct stage *g, int p)
+{
+	loom_shm_slot_release(g->c, loom_comm_local_idx(g->c, p));
+}
+
+static void copy_cached(void *dst, const void *src, size_t len)
+{
+	memcpy(dst, src, len);
+}
+
+/* elements of chunk j of block b (0 past its end) */
+static size_t chunk_cnt(size_t n, int N, int b, size_t j, size_t step)
+{
+	size_t cnt = loom_blk_cnt(n, N, b);
+	return j * step >= cnt ? 0 : cnt - j * step < step ? cnt - j * step : step;
+}
+
+int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
+			  loom_dtype_t dt, loom_op_t op, struct loom_opctx *o)
+{
+	size_t es = loom_dtype_size(dt), step = LOOM_SHM_SLOT_BYTES / es, j, nch;
+	int N = c->size, me = c->rank, k, rc = 0;
+	/* the result goes past the caches when it cannot stay in them */
+	void (*out)(void *, const void *, size_t) =
+		n * es >= LOOM_STREAM_BYTES ? loom_copy_stream : copy_cached;
+	struct stage g;
+	memset(&g, 0, sizeof g);
+	g.c = c;
+	g.tag = loom_x_shm_tag(o->seq);
+	loom_x_begin_o(&g.x, c, o, o->seq);
+	nch = (loom_blk_cnt(n, N, 0) + step - 1) / step;  /* block 0 is the largest */
+	for (j = 0; j < nch && !rc; j++) {
+		size_t m = chunk_cnt(n, N, me, j, step), at = loom_blk_off(n, N, me) + j * step;
+		char *acc, *to;
+		/* a. my input for each peer's block */
+		for (k = 1; k < N && !rc; k++) {
+			int p = (me + k) % N;
+			size_t mp = chunk_cnt(n, N, p, j, step);
+			if ((to = slot(&g, p, 0, 0, &rc))) {
+				memcpy(to, s + (loom_blk_off(n, N, p) + j * step) * es, mp * es);
+				post(&g, p, mp * es);
+			}
+		}
+		/* b. my block, reduced into the slot to the next rank */
+		if (rc || !(acc = slot(&g, (me + 1) % N, 0, 0, &rc)))
+			break;
+		for (k = 1; k < N && !rc; k++) {
+			int p = (me + k) % N;
+			const char *in = slot(&g, p, 1, m * es, &rc);
+			if (in) {
+				loom_reduce_into(acc, k == 1 ? s + at * es : acc, in, m, dt, op);
+				release(&g, p);
+			}
+		}
+		if (rc)
+			break;
+		/* c. to every peer and into my result; the posted slot is only
+		 * read by its peer, and written again by me alone */
+		post(&g, (me + 1) % N, m * es);
+		for (k = 2; k < N && !rc; k++) {
+			int p = (me + k) % N;
+			if ((to = slot(&g, p, 0, 0, &rc))) {
+				memcpy(to, acc, m * es);
+				post(&g, p, m * es);
+			}
+		}
+		out(r + at * es, acc, m * es);
+		/* d. the peers' reduced chunks */
+		for (k = 1; k < N && !rc; k++) {
+			int p = (me + k) % N;
+			size_t mp = chunk_cnt(n, N, p, j, step);
+			const char *in = slot(&g, p, 1, mp * es, &rc);
+			if (in) {
+				out(r + (loom_blk_off(n, N, p) + j * step) * es, in, mp * es);
+				release(&g, p);
+			}
+		}
+	}
+	loom_x_abandon(&g.x);
+	return rc;
+}
