@@ -129,7 +129,7 @@ int loom_direct_alltoall(struct loom_comm *c, const char *s, char *r, size_t byt
 /* ---- plan.c: which algorithm ---- */
 enum { LOOM_ALG_TRIVIAL = 0, LOOM_ALG_RD, LOOM_ALG_RING, LOOM_ALG_HIER, LOOM_ALG_TREE,
        LOOM_ALG_CHAIN, LOOM_ALG_FBOX,
-       LOOM_ALG_LANES, LOOM_ALG_LANES_RS, LOOM_ALG_DIRECT, LOOM_ALG_STAGED };
+       LOOM_ALG_LANES_RS, LOOM_ALG_DIRECT, LOOM_ALG_STAGED };
 /* the fast boxes, for an operation where each rank posts post_bytes */
 int loom_plan_fbox(int transport, int size, int nnodes, size_t post_bytes);
 /* direct reads, for an operation of bytes per rank buffer */

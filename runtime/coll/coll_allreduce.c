@@ -182,16 +182,15 @@ static int ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t
 	return rc;
 }
 
-/* Lanes (every node holds as many ranks, plan.c): small, allreduce in
- * the node, then every lane (one rank per node) allreduces the node
- * results, each lane the same way, so no broadcast follows; large, the
- * node's reduce-scatter (direct reads, else the ring) leaves each rank one
- * block of the node's sum, its lane allreduces that block across nodes
- * (all lanes at once: every rank carries 1/local_size of the inter-node
- * volume), the node's allgather spreads the blocks. Each element is reduced by one
- * chain of ranks and copied from there: bit-identical everywhere. */
+/* Lanes (every node holds as many ranks, above LOOM_SMALL_BYTES, plan.c):
+ * the node's reduce-scatter (direct reads, else the ring) leaves each rank
+ * one block of the node's sum, its lane (one rank per node) allreduces
+ * that block across nodes (all lanes at once: every rank carries
+ * 1/local_size of the inter-node volume), the node's allgather spreads
+ * the blocks. Each element is reduced by one chain of ranks and copied
+ * from there: bit-identical everywhere. */
 static int lanes_allreduce(struct loom_comm *c, const char *s, char *buf, size_t n,
-			   loom_dtype_t dt, loom_op_t op, struct loom_opctx *o, int large)
+			   loom_dtype_t dt, loom_op_t op, struct loom_opctx *o)
 {
 	struct loom_opctx so = *o;
 	struct loom_comm *nc;
@@ -210,29 +209,26 @@ static int lanes_allreduce(struct loom_comm *c, const char *s, char *buf, size_t
 		so.seq = loom_op_enter(nc);
 		/* direct reads take the inputs where they are: at 64 MiB the copy
 		 * of s into buf was a fifth of a rank's time (4 ranks, 2 nodes) */
-		if (large && loom_plan_direct(c->w->transport, L, 1, n * es))
+		if (loom_plan_direct(c->w->transport, L, 1, n * es))
 			rc = loom_direct_rs(nc, s, buf, n, dt, op, &so, &fallback);
 		if (!rc && !fallback) {
 			direct = 1;
 		} else if (!rc) {
 			if (s != buf && n)
 				memcpy(buf, s, n * es);
-			rc = large ? ring_rs_k(nc, buf, n, dt, op, &so, 0)
-				   : loom_coll_allreduce(nc, buf, buf, n, dt, op, &so);
+			rc = ring_rs_k(nc, buf, n, dt, op, &so, 0);
 		}
 		if (rc)
 			return rc;
-		if (large) {
-			off = loom_blk_off(n, L, nc->rank);
-			cnt = loom_blk_cnt(n, L, nc->rank);
-		}
+		off = loom_blk_off(n, L, nc->rank);
+		cnt = loom_blk_cnt(n, L, nc->rank);
 	} else if (s != buf && n) {
 		memcpy(buf, s, n * es);
 	}
 	so.seq = loom_op_enter(c->lanec);
 	if ((rc = loom_coll_allreduce(c->lanec, buf + off * es, buf + off * es, cnt, dt, op, &so)))
 		return rc;
-	if (L > 1 && large) {
+	if (L > 1) {
 		so.seq = loom_op_enter(nc);
 		rc = direct ? loom_direct_ag(nc, buf, n, es, &so, &fallback)
 			    : ring_ag_k(nc, buf, n, es, &so, 0);
@@ -278,10 +274,8 @@ int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, l
 			return rc;
 	}
 	/* the lanes copy s into r themselves where they need it */
-	if (alg == LOOM_ALG_LANES)
-		return lanes_allreduce(c, s, r, n, dt, op, o, 0);
 	if (alg == LOOM_ALG_LANES_RS)
-		return lanes_allreduce(c, s, r, n, dt, op, o, 1);
+		return lanes_allreduce(c, s, r, n, dt, op, o);
 	if (s != r && bytes)
 		memcpy(r, s, bytes);
 	switch (alg) {

@@ -11,10 +11,11 @@ int main(void)
 	plan(NO_PLAN);
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 1, 1, 1, 1 << 20, 1 << 18), LOOM_ALG_TRIVIAL, "size 1: nothing to do");
 	/* hierarchical: auto, several nodes, some node with more than one rank */
-	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, 8, 2), LOOM_ALG_LANES, "auto, 2 nodes x 2, small: node allreduce, then every lane");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, 8, 2), LOOM_ALG_HIER, "auto, 2 nodes x 2, small: node reduce, the leaders, node broadcast");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, LOOM_SMALL_BYTES, LOOM_SMALL_BYTES / 4), LOOM_ALG_HIER, "auto, 2 nodes x 2, at the small size: the leaders");
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_LANES_RS, "auto, 2 nodes x 2, large: node reduce-scatter, lanes, node allgather");
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 8, 2, 4, 64 << 20, 16 << 20), LOOM_ALG_LANES_RS, "auto, 2 nodes x 4, large: lanes");
-	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, LOOM_SMALL_BYTES + 4, 3), LOOM_ALG_LANES, "lanes: fewer elements than ranks is small");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, LOOM_SMALL_BYTES + 4, 3), LOOM_ALG_HIER, "fewer elements than ranks is small: the leaders, not the lanes");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 2, 2, 1 << 20, 1 << 18), LOOM_ALG_LANES_RS, "large reduce across equal nodes: the lanes allreduce");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 5, 2, 3, 1 << 20, 1 << 18), LOOM_ALG_HIER, "large reduce across unequal nodes: hierarchical");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 2, 2, 4096, 1024), LOOM_ALG_HIER, "small reduce across nodes: hierarchical, not the lanes allreduce");
