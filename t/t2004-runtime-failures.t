@@ -101,4 +101,13 @@ test_expect_success 'LOOM_CHECK=1: a different count gives LOOM_ERR_MISMATCH nam
 	test $(grep -c "status -6 " $TEST_TMP/o) -eq 4 &&
 	grep -q "LOOM_CHECK: comm world seq 1: ranks 3 differ from rank 0: rank 0 called allreduce(count=10, int32, sum), rank 3 called allreduce(count=12" $TEST_TMP/o
 '
+# regression: posts of up to 8 bytes take fast-box entries, larger ones the
+# boxes; ranks whose counts put them in different ones must each be told
+test_expect_success 'one node: 8 B against 16 B in an allreduce gives LOOM_ERR_MISMATCH on both ranks, no wait' '
+	LOOM_TIMEOUT=30 env_srun -N1 -n2 -- $COLL mismatch-small 1 >"$TEST_TMP/o" 2>&1;
+	cat "$TEST_TMP/o" &&
+	test $(grep -c "status -6 " "$TEST_TMP/o") -eq 2 &&
+	grep -q "rank 1 posted 16 bytes of a kind-17 operation where 8 bytes" "$TEST_TMP/o" &&
+	grep -q "rank 0 posted 8 bytes of a kind-17 operation where 16 bytes" "$TEST_TMP/o"
+'
 test_done

@@ -43,14 +43,14 @@ static void fb_begin(struct fb *f, struct loom_comm *c, struct loom_opctx *o, ui
 static int writable(void *a)
 {
 	struct fb *f = a;
-	return loom_shm_fbox_writable(f->c, f->seq, f->lidx);
+	return loom_shm_fbox_writable(f->c, f->seq, f->len, f->lidx, 1);
 }
 
 static int posted(void *a)
 {
 	struct fb *f = a;
 	f->got = loom_shm_fbox_peek(f->c, f->lidx, f->seq, f->kind, f->len, &f->mismatch);
-	return f->got != NULL;
+	return f->got != NULL || f->mismatch;
 }
 
 /* copy my contribution into my box once every peer is done with it, post it */
@@ -58,7 +58,7 @@ static int fb_post(struct fb *f, const void *data)
 {
 	struct loom_comm *c = f->c;
 	int i, rc;
-	if (!loom_shm_fbox_writable(c, f->seq, -1))
+	if (!loom_shm_fbox_writable(c, f->seq, f->len, -1, 0))
 		for (i = 0; i < c->size; i++) {
 			if (i == c->rank)
 				continue;
@@ -67,7 +67,7 @@ static int fb_post(struct fb *f, const void *data)
 				return rc;
 		}
 	if (f->len)
-		memcpy(loom_shm_fbox_mine(c, f->seq), data, f->len);
+		memcpy(loom_shm_fbox_mine(c, f->seq, f->len), data, f->len);
 	loom_shm_fbox_post(c, f->seq, f->kind, f->len);
 	return LOOM_SUCCESS;
 }
@@ -77,7 +77,7 @@ static const void *fb_get(struct fb *f, int rank, int *rc)
 {
 	f->lidx = loom_comm_local_idx(f->c, rank);
 	if (rank == f->c->rank)
-		return loom_shm_fbox_mine(f->c, f->seq);
+		return loom_shm_fbox_mine(f->c, f->seq, f->len);
 	if ((*rc = loom_x_wait_shm(&f->x, rank, posted, f)))
 		return NULL;
 	if (f->mismatch) {

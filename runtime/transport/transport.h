@@ -205,10 +205,12 @@ int loom_shm_peer_beside(struct loom_comm *c, int local_idx);
 void loom_shm_doze(struct loom_comm *c, int on);
 void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg);
 /* Fast boxes (small operations of a communicator inside one node): per
- * rank, a few used in turn, LOOM_FBOX_BYTES each. writable: every peer (or
- * local_idx) is done with what my box for seq held last; mine: its data, to fill; post:
- * publish it for seq; peek: local rank local_idx's data for seq, NULL
- * until posted (a different kind or length sets *mismatch, logged);
+ * rank, a few used in turn, LOOM_FBOX_BYTES each, and a ring of entries
+ * for posts of up to 8 bytes, several to a cache line (len says which).
+ * writable: every peer (or local_idx) is done with what my box for seq
+ * held last; mine: its data, to fill; post: publish it for seq; peek:
+ * local rank local_idx's data for seq, NULL until posted (NULL and
+ * *mismatch set, logged: a different kind or length);
  * done: this rank read what it needed of seq (saw_all: it saw every peer
  * post seq). */
 #define LOOM_FBOX_BYTES 4096
@@ -221,8 +223,11 @@ int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t s
 /* the same into a local peer's memory (process_vm_writev) */
 int loom_shm_peer_write(struct loom_comm *c, int local_idx, uint64_t dst, const void *src,
 			size_t len);
-int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx);  /* -1: all */
-void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq);
+/* local_idx -1: every peer; more: a waiter's test, true only once a
+ * quarter of the ring is free too */
+int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, size_t len, int local_idx,
+			   int more);
+void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq, size_t len);
 void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t len);
 const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
 			       size_t len, int *mismatch);

@@ -19,7 +19,9 @@
  * lies in one node post their data there and read each other's
  * (coll/coll_fbox.c), one cache-line transfer and no system call per
  * peer. A box is rewritten only once every peer has marked the operation
- * that last used it done (its done word), so two parities suffice.
+ * that last used it done (its done word). Posts of up to 8 bytes (and a
+ * barrier's none) take 16-byte entries of a ring instead, four to a
+ * cache line.
  * Sleepers announce themselves in the header: a poster rings the bells
  * only when someone sleeps.
  *
@@ -100,11 +102,40 @@ struct fbox {
 #define FBOX_DEPTH 8
 #define FBOX_SLOT(seq) ((seq) & (FBOX_DEPTH - 1))
 
+/* Posts of up to FBOX_SMALL bytes (a scalar's allreduce or broadcast)
+ * take an entry of a ring instead of a box: four entries to a cache
+ * line, one after another, so a reader following a poster that runs
+ * ahead misses once every four operations, not at every one (Open MPI's
+ * vader packs its small messages so). A rank reuses an entry once every
+ * peer is done with the operation that last used it, as for the boxes:
+ * a broadcast root runs up to FBOX_SMALL_DEPTH - 1 operations ahead. */
+#define FBOX_SMALL 8
+#define FBOX_SMALL_DEPTH 64
+#define FBOX_SMALL_SLOT(seq) ((seq) & (FBOX_SMALL_DEPTH - 1))
+struct fbox_entry {
+	_Atomic uint32_t seq;  /* the low half of the operation's number */
+	uint32_t sig;          /* the operation's kind, its length in the top bits */
+	char data[FBOX_SMALL];
+};
+
 struct fbox_rank {
 	struct fbox box[FBOX_DEPTH];
+	struct fbox_entry small[FBOX_SMALL_DEPTH] __attribute__((aligned(CL)));
 	_Atomic uint64_t done __attribute__((aligned(CL)));  /* last operation read */
 	char pad[CL - 8];
 };
+
+static int is_small(size_t len)
+{
+	return len <= FBOX_SMALL;
+}
+
+/* a small entry's signature: the kind (whose root field stays below
+ * 2^16 in one node) with the length in the top 4 bits */
+static uint32_t small_sig(uint32_t kind, size_t len)
+{
+	return kind ^ ((uint32_t)len << 28);
+}
 
 struct loom_shm {
 	void *base;
@@ -117,8 +148,9 @@ struct loom_shm {
 	_Atomic uint32_t *ready;  /* [from * nlocal + to]: 0, RING_MADE, RING_MAPPED */
 	struct ring **out, **in;  /* the rings I send on / receive on, mapped on first use */
 	uint64_t fbox_last[FBOX_DEPTH];  /* the operation that last wrote each of my boxes */
+	uint64_t small_last[FBOX_SMALL_DEPTH];  /* ... each of my small entries */
 	uint64_t fbox_seen_all; /* an operation every peer had posted: all done before it */
-	uint64_t done_min;      /* the least of the peers' done when last read */
+	uint64_t *done_seen;    /* each peer's done when last read */
 	uint64_t fbox_seq;      /* fast-box uses so far: the same count on every rank */
 	int direct;             /* peers' memory readable (process_vm_readv): 0 unknown, 1, -1 */
 };
@@ -216,6 +248,7 @@ static void shm_free(struct loom_shm *s)
 {
 	free(s->out);
 	free(s->in);
+	free(s->done_seen);
 	free(s);
 }
 
@@ -253,8 +286,9 @@ int loom_shm_attach(struct loom_comm *c)
 		  (size_t)nl * sizeof(struct fbox_rank) + (size_t)nl * (size_t)nl * sizeof(uint32_t);
 	s->out = calloc((size_t)nl, sizeof *s->out);
 	s->in = calloc((size_t)nl, sizeof *s->in);
+	s->done_seen = calloc((size_t)nl, sizeof *s->done_seen);
 	segment_name(c, -1, -1, s->name);
-	fd = !s->out || !s->in ? -2
+	fd = !s->out || !s->in || !s->done_seen ? -2
 	     : c->local_rank == 0 ? loom_shm_segment_create(s->name, s->size)
 				  : loom_shm_segment_open(s->name, s->size, loom_now() + wait);
 	if (fd < 0) {
@@ -503,58 +537,99 @@ int loom_shm_peer_write(struct loom_comm *c, int local_idx, uint64_t dst, const 
 	return peer_copy(c, local_idx, (char *)(uintptr_t)src, dst, len, 1);
 }
 
-int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, int local_idx)
+int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, size_t len, int local_idx,
+			   int more)
 {
 	struct loom_shm *s = c->shm;
-	uint64_t last = s->fbox_last[FBOX_SLOT(seq)], least = UINT64_MAX;
-	int i;
-	/* the peers' done only grows: what was read last time may answer
-	 * without touching the cache lines they write at every operation */
-	if (last == 0 || s->fbox_seen_all > last || s->done_min >= last)
+	int small = is_small(len), i;
+	uint64_t last = small ? s->small_last[FBOX_SMALL_SLOT(seq)] : s->fbox_last[FBOX_SLOT(seq)],
+		 need;
+	if (last == 0 || s->fbox_seen_all > last)
 		return 1;
+	/* more: wait for a quarter of the ring at once, so that the next
+	 * operations find it free in what was read now, not in the cache
+	 * line the peer writes at every operation (every operation before
+	 * seq is done here, so the peers can get there) */
+	need = last + (more ? (small ? FBOX_SMALL_DEPTH : FBOX_DEPTH) / 4 : 0);
+	if (need >= seq)
+		need = seq - 1;
 	for (i = 0; i < s->nlocal; i++) {
 		uint64_t d;
-		if (i == c->local_rank || (local_idx >= 0 && i != local_idx))
+		if (i == c->local_rank || (local_idx >= 0 && i != local_idx) || s->done_seen[i] >= need)
 			continue;
+		/* the peers' done only grows: what was read last answers
+		 * until it falls short */
 		d = atomic_load_explicit(&s->fbox[i].done, memory_order_acquire);
-		if (d < last)
+		s->done_seen[i] = d;
+		if (d < need)
 			return 0;
-		if (d < least)
-			least = d;
 	}
-	if (local_idx < 0)
-		s->done_min = least;
 	return 1;
 }
 
-void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq)
+void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq, size_t len)
 {
-	return c->shm->fbox[c->local_rank].box[FBOX_SLOT(seq)].data;
+	struct fbox_rank *r = &c->shm->fbox[c->local_rank];
+	return is_small(len) ? r->small[FBOX_SMALL_SLOT(seq)].data : r->box[FBOX_SLOT(seq)].data;
 }
 
 void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t len)
 {
 	struct loom_shm *s = c->shm;
-	struct fbox *b = &s->fbox[c->local_rank].box[FBOX_SLOT(seq)];
-	b->len = (uint32_t)len;
-	b->kind = kind;
-	s->fbox_last[FBOX_SLOT(seq)] = seq;
-	atomic_store_explicit(&b->seq, seq, memory_order_release);
+	if (is_small(len)) {
+		struct fbox_entry *e = &s->fbox[c->local_rank].small[FBOX_SMALL_SLOT(seq)];
+		e->sig = small_sig(kind, len);
+		s->small_last[FBOX_SMALL_SLOT(seq)] = seq;
+		atomic_store_explicit(&e->seq, (uint32_t)seq, memory_order_release);
+	} else {
+		struct fbox *b = &s->fbox[c->local_rank].box[FBOX_SLOT(seq)];
+		b->len = (uint32_t)len;
+		b->kind = kind;
+		s->fbox_last[FBOX_SLOT(seq)] = seq;
+		atomic_store_explicit(&b->seq, seq, memory_order_release);
+	}
 	wake_sleepers(s, c->local_rank);
 	loom_shm_here(c);
+}
+
+static const void *fbox_mismatch(struct loom_comm *c, int local_idx, unsigned plen,
+				 unsigned pkind, size_t len, uint32_t kind, int *mismatch)
+{
+	LOOM_ERR("comm %s: rank %d posted %u bytes of a kind-%u operation where %zu bytes of kind %u were expected (ranks out of step)",
+		 c->name, loom_comm_local_member(c, local_idx), plen, pkind, len, kind);
+	*mismatch = 1;
+	return NULL;
 }
 
 const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
 			       size_t len, int *mismatch)
 {
-	struct fbox *b = &c->shm->fbox[local_idx].box[FBOX_SLOT(seq)];
-	if (atomic_load_explicit(&b->seq, memory_order_acquire) != seq)
+	struct fbox_rank *r = &c->shm->fbox[local_idx];
+	struct fbox *b = &r->box[FBOX_SLOT(seq)];
+	struct fbox_entry *e = &r->small[FBOX_SMALL_SLOT(seq)];
+	/* a peer that posted seq where the other size class goes is out of
+	 * step: seen there, its operation is told, not waited for forever */
+	if (is_small(len)) {
+		if (atomic_load_explicit(&e->seq, memory_order_acquire) == (uint32_t)seq) {
+			if (e->sig != small_sig(kind, len))
+				return fbox_mismatch(c, local_idx, e->sig >> 28,
+						     e->sig & 0x0fffffffu, len, kind, mismatch);
+			return e->data;
+		}
+		if (atomic_load_explicit(&b->seq, memory_order_acquire) == seq) {
+			atomic_thread_fence(memory_order_acquire);
+			return fbox_mismatch(c, local_idx, b->len, b->kind, len, kind, mismatch);
+		}
 		return NULL;
-	if (b->kind != kind || b->len != len) {
-		LOOM_ERR("comm %s: rank %d posted %u bytes of a kind-%u operation where %zu bytes of kind %u were expected (ranks out of step)",
-			 c->name, loom_comm_local_member(c, local_idx), b->len, b->kind, len, kind);
-		*mismatch = 1;
 	}
+	if (atomic_load_explicit(&b->seq, memory_order_acquire) != seq) {
+		if (atomic_load_explicit(&e->seq, memory_order_acquire) == (uint32_t)seq)
+			return fbox_mismatch(c, local_idx, e->sig >> 28, e->sig & 0x0fffffffu, len,
+					     kind, mismatch);
+		return NULL;
+	}
+	if (b->kind != kind || b->len != len)
+		return fbox_mismatch(c, local_idx, b->len, b->kind, len, kind, mismatch);
 	return b->data;
 }
 

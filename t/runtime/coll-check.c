@@ -896,6 +896,13 @@ int main(int argc, char **argv)
 		rc = loom_allreduce(buf, out, 10, LOOM_INT32, LOOM_SUM, W);
 		printf("rank %d: next: status %d\n", R, rc);
 		code |= rc != 0;
+	} else if (!strcmp(mode, "mismatch-small")) {
+		/* 2 int32 against 4 inside a node: a fast-box entry against a
+		 * box; both sides must say so, not wait for each other */
+		int32_t buf[4] = { 1, 2, 3, 4 }, out[4];
+		rc = loom_allreduce(buf, out, R == who ? 4 : 2, LOOM_INT32, LOOM_SUM, W);
+		printf("rank %d: status %d (%s)\n", R, rc, loom_strerror(rc));
+		code = rc == LOOM_ERR_MISMATCH ? 0 : 1;
 	} else {
 		fprintf(stderr, "unknown mode %s\n", mode);
 		code = 2;
