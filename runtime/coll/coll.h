@@ -108,6 +108,12 @@ int loom_fbox_barrier(struct loom_comm *c, struct loom_opctx *o);
 /* in-node allreduce through the ring slots, s may be r; LOOM_ALG_STAGED */
 int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 			  loom_dtype_t dt, loom_op_t op, struct loom_opctx *o);
+/* the same for allgather (mine: this rank's part, which may be its place
+ * in r) and alltoall (s apart from r) */
+int loom_staged_allgather(struct loom_comm *c, const char *mine, char *r, size_t bytes,
+			  struct loom_opctx *o);
+int loom_staged_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
+			 struct loom_opctx *o);
 
 int loom_direct_allreduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
 			  loom_op_t op, struct loom_opctx *o, int *fallback);
@@ -134,6 +140,9 @@ enum { LOOM_ALG_TRIVIAL = 0, LOOM_ALG_RD, LOOM_ALG_RING, LOOM_ALG_HIER, LOOM_ALG
 int loom_plan_fbox(int transport, int size, int nnodes, size_t post_bytes);
 /* direct reads, for an operation of bytes per rank buffer */
 int loom_plan_direct(int transport, int size, int nnodes, size_t bytes);
+/* the staged slots, bytes per rank result: allreduce (reduces), or
+ * allgather and alltoall */
+int loom_plan_staged(int transport, int size, int nnodes, size_t bytes, int reduces);
 int loom_plan_allreduce(int transport, int size, int nnodes, int local_size_max, size_t bytes,
 			size_t count);
 int loom_plan_bcast(int transport, int size, int nnodes, int local_size_max, size_t bytes);

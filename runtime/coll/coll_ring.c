@@ -13,6 +13,12 @@ int loom_coll_allgather(struct loom_comm *c, const void *s, void *rv, size_t byt
 	const char *sc = s;
 	int N = c->size, me = c->rank, right = (me + 1) % N, left = (me + N - 1) % N, st, rc = 0;
 	struct loom_xctx x;
+	if (N > 1 && loom_plan_staged(c->w->transport, N, c->nnodes, (size_t)N * bytes, 0)) {
+		int apart = sc + bytes <= r || r + (size_t)N * bytes <= sc;
+		if (!apart && sc != mine && bytes)
+			memmove(mine, s, bytes);
+		return loom_staged_allgather(c, apart ? sc : mine, r, bytes, o);
+	}
 	if (N > 1 && loom_plan_direct(c->w->transport, N, c->nnodes, (size_t)N * bytes)) {
 		/* the peers read my part at s while I copy it into place, when
 		 * s lies outside r (else it is put in place first) */

@@ -1,7 +1,9 @@
-/* runtime/coll/coll_staged.c: large allreduce inside one node through the
- * shared-memory ring slots, used in place (no copy into a message and out
- * again), chunk by chunk, every rank at once.
+/* runtime/coll/coll_staged.c: large allreduce, allgather and alltoall
+ * inside one node through the shared-memory ring slots, used in place (no
+ * copy into a message and out again), chunk by chunk, every rank at once,
+ * the results written with streaming stores (LOOM_ALG_STAGED, plan.c).
  *
+ * Allreduce:
  * Rank r reduces block r (loom_blk_*) of the result. In round j each rank
  *   a. copies chunk j of its input's block p into a slot to each peer p;
  *   b. reduces chunk j of its own block from its input and the peers'
@@ -147,4 +149,61 @@ int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 	}
 	loom_x_abandon(&g.x);
 	return rc;
+}
+
+/* Each rank sends piece p (bytes at s + p * stride) to every peer p, and
+ * the piece from peer p lands at r + p * bytes; its own piece (s + me *
+ * stride) is copied to r + me * bytes unless already there. Round j moves
+ * chunk j of every piece: into a slot to each peer, then each peer's out
+ * of its slot, so each ring carries chunk 0, 1, ... in order and a rank
+ * waits only for a peer's chunk of its round or a slot a peer frees. */
+static int staged_exchange(struct loom_comm *c, const char *s, size_t stride, char *r,
+			   size_t bytes, struct loom_opctx *o)
+{
+	size_t step = LOOM_SHM_SLOT_BYTES, j, nch = (bytes + step - 1) / step;
+	int N = c->size, me = c->rank, k, rc = 0;
+	const char *mine = s + (size_t)me * stride;
+	char *at = r + (size_t)me * bytes;
+	struct stage g;
+	memset(&g, 0, sizeof g);
+	g.c = c;
+	g.tag = loom_x_shm_tag(o->seq);
+	loom_x_begin_o(&g.x, c, o, o->seq);
+	for (j = 0; j < nch && !rc; j++) {
+		size_t off = j * step, len = bytes - off < step ? bytes - off : step;
+		char *to;
+		for (k = 1; k < N && !rc; k++) {
+			int p = (me + k) % N;
+			if ((to = slot(&g, p, 0, 0, &rc))) {
+				memcpy(to, s + (size_t)p * stride + off, len);
+				post(&g, p, len);
+			}
+		}
+		if (!rc && mine != at)
+			loom_copy_stream(at + off, mine + off, len);
+		for (k = 1; k < N && !rc; k++) {
+			int p = (me + N - k) % N;
+			const char *in = slot(&g, p, 1, len, &rc);
+			if (in) {
+				loom_copy_stream(r + (size_t)p * bytes + off, in, len);
+				release(&g, p);
+			}
+		}
+	}
+	loom_x_abandon(&g.x);
+	return rc;
+}
+
+int loom_staged_allgather(struct loom_comm *c, const char *mine, char *r, size_t bytes,
+			  struct loom_opctx *o)
+{
+	/* every peer gets the same piece: stride 0 from mine, which the
+	 * exchange then reads as its own piece too */
+	return staged_exchange(c, mine, 0, r, bytes, o);
+}
+
+int loom_staged_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
+			 struct loom_opctx *o)
+{
+	return staged_exchange(c, s, bytes, r, bytes, o);
 }

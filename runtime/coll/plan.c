@@ -33,6 +33,12 @@
  *    against 8.7-9.1). Below it direct reads win: the data is in cache,
  *    and they copy it once where the slots copy it twice (16 MiB: 2.6-3.3
  *    against 3.2-4.2 ms; 1 MiB 125-132 against 172-187 us).
+ *    Allgather and alltoall take the same slots from 64 MiB of result a
+ *    rank (2 ranks, 64 MiB: allgather 7.1-7.8 against 9.6-10.3 ms by
+ *    direct reads, alltoall 9.0-10.1 against 10.8-11.8; at 32 MiB the
+ *    direct reads still win, 3.1-3.3 against 3.4-3.8 ms for allgather):
+ *    without a reduction they pass over each byte fewer times, so the
+ *    caches hold out to twice the size.
  *  - inside the node part of a hierarchical broadcast, from 4 KiB up to
  *    256 KiB: the rings' binomial tree, not direct reads. A ring send is
  *    eager, direct reads end in a barrier of the node's ranks, and these
@@ -81,6 +87,12 @@ int loom_plan_direct(int transport, int size, int nnodes, size_t bytes)
 	return size > 1 && nnodes == 1 && transport != LOOM_TR_TCP && bytes >= LOOM_DIRECT_BYTES;
 }
 
+int loom_plan_staged(int transport, int size, int nnodes, size_t bytes, int reduces)
+{
+	return loom_plan_direct(transport, size, nnodes, bytes) &&
+	       bytes >= (reduces ? 1 : 2) * (size_t)LOOM_STREAM_BYTES;
+}
+
 int loom_plan_uses_hier(int transport, int size, int nnodes, int local_size_max)
 {
 	return transport == LOOM_TR_AUTO && size > 2 && nnodes > 1 && local_size_max > 1;
@@ -109,7 +121,8 @@ int loom_plan_allreduce(int transport, int size, int nnodes, int local_size_max,
 	    size == nnodes * local_size_max && bytes > LOOM_SMALL_BYTES && count >= (size_t)size)
 		return LOOM_ALG_LANES_RS;
 	if (loom_plan_direct(transport, size, nnodes, bytes) && count >= (size_t)size)
-		return bytes >= LOOM_STREAM_BYTES ? LOOM_ALG_STAGED : LOOM_ALG_DIRECT;
+		return loom_plan_staged(transport, size, nnodes, bytes, 1) ? LOOM_ALG_STAGED
+									: LOOM_ALG_DIRECT;
 	return plan_reduction(LOOM_ALG_RD, transport, size, nnodes, local_size_max, bytes, count);
 }
 

@@ -32,6 +32,10 @@ int main(void)
 	is_int(loom_plan_allreduce(LOOM_TR_SHM, 4, 1, 4, LOOM_STREAM_BYTES, LOOM_STREAM_BYTES / 4), LOOM_ALG_STAGED, "LOOM_TRANSPORT=shm, at the streaming size: staged");
 	is_int(loom_plan_allreduce(LOOM_TR_TCP, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_RING, "LOOM_TRANSPORT=tcp, 64 MiB: the ring, never shared memory");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_DIRECT, "one node, 64 MiB reduce: direct reads (the root alone writes a result)");
+	ok(!loom_plan_staged(LOOM_TR_AUTO, 2, 1, 32u << 20, 0), "one node, 32 MiB allgather or alltoall result: direct reads");
+	ok(loom_plan_staged(LOOM_TR_AUTO, 2, 1, 64u << 20, 0), "one node, 64 MiB allgather or alltoall result: staged");
+	ok(!loom_plan_staged(LOOM_TR_AUTO, 4, 2, 64u << 20, 0), "two nodes: never staged");
+	ok(!loom_plan_staged(LOOM_TR_TCP, 2, 1, 64u << 20, 0), "LOOM_TRANSPORT=tcp: never staged");
 	is_int(loom_plan_bcast(LOOM_TR_AUTO, 4, 1, 4, 64), LOOM_ALG_FBOX, "one node, small broadcast: fast boxes");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 4, 1, 4, 64, 16), LOOM_ALG_FBOX, "one node, small reduce: fast boxes");
 	ok(!loom_plan_fbox(LOOM_TR_AUTO, 4, 2, 8), "two nodes: no fast boxes");

@@ -489,12 +489,17 @@ static int mode_coll(size_t maxcount)
 	return failures != 0;
 }
 
-/* allreduce of bytes or more a rank (the staged path in one node): the
- * element sizes, in and out of place, blocks and chunks that do not
- * divide evenly, and every rank's result bit-identical */
-static int mode_large_allreduce(size_t bytes)
+/* allreduce of bytes or more a rank, allgather and alltoall of twice
+ * that (the staged path in one node): the element sizes, in and out of
+ * place, blocks and chunks that do not divide evenly, and every rank's
+ * allreduce result bit-identical */
+static int mode_large(size_t bytes)
 {
 	int rc;
+	t_allgather(LOOM_FLOAT32, 2 * bytes / 4 / (size_t)N + 3, 0);
+	t_allgather(LOOM_INT8, 2 * bytes / (size_t)N + 1, 1);
+	t_alltoall(LOOM_INT64, 2 * bytes / 8 / (size_t)N + 1, 0);
+	t_alltoall(LOOM_INT32, 2 * bytes / 4 / (size_t)N + 7, 1);
 	t_allreduce(LOOM_FLOAT32, LOOM_SUM, bytes / 4 + 77, 0);
 	t_allreduce(LOOM_INT32, LOOM_SUM, bytes / 4 + 5, 1);
 	t_allreduce(LOOM_FLOAT64, LOOM_MAX, bytes / 8 + 3, 0);
@@ -755,8 +760,8 @@ int main(int argc, char **argv)
 	N = loom_comm_size(W);
 	if (!strcmp(mode, "coll"))
 		code = mode_coll(argc > 2 ? (size_t)atol(argv[2]) : 0);
-	else if (!strcmp(mode, "large-allreduce"))
-		code = mode_large_allreduce(argc > 2 ? (size_t)atol(argv[2]) : 32u << 20);
+	else if (!strcmp(mode, "large"))
+		code = mode_large(argc > 2 ? (size_t)atol(argv[2]) : 32u << 20);
 	else if (!strcmp(mode, "split"))
 		code = mode_split();
 	else if (!strcmp(mode, "threads"))
