@@ -114,6 +114,9 @@ int loom_staged_allgather(struct loom_comm *c, const char *mine, char *r, size_t
 			  struct loom_opctx *o);
 int loom_staged_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
 			 struct loom_opctx *o);
+/* in-node reduce whose peers' inputs fit a slot each; LOOM_ALG_SLOTS */
+int loom_slots_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		      loom_op_t op, int root, struct loom_opctx *o);
 
 int loom_direct_allreduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
 			  loom_op_t op, struct loom_opctx *o, int *fallback);
@@ -135,7 +138,7 @@ int loom_direct_alltoall(struct loom_comm *c, const char *s, char *r, size_t byt
 /* ---- plan.c: which algorithm ---- */
 enum { LOOM_ALG_TRIVIAL = 0, LOOM_ALG_RD, LOOM_ALG_RING, LOOM_ALG_HIER, LOOM_ALG_TREE,
        LOOM_ALG_CHAIN, LOOM_ALG_FBOX,
-       LOOM_ALG_LANES_RS, LOOM_ALG_DIRECT, LOOM_ALG_STAGED };
+       LOOM_ALG_LANES_RS, LOOM_ALG_DIRECT, LOOM_ALG_STAGED, LOOM_ALG_SLOTS };
 /* the fast boxes, for an operation where each rank posts post_bytes */
 int loom_plan_fbox(int transport, int size, int nnodes, size_t post_bytes);
 /* direct reads, for an operation of bytes per rank buffer */

@@ -167,6 +167,7 @@ int loom_coll_reduce(struct loom_comm *c, const void *s, void *r, size_t n, loom
 			memmove(r, s, bytes);
 		return LOOM_SUCCESS;
 	case LOOM_ALG_FBOX: return loom_fbox_reduce(c, s, r, n, dt, op, root, o);
+	case LOOM_ALG_SLOTS: return loom_slots_reduce(c, s, r, n, dt, op, root, o);
 	case LOOM_ALG_DIRECT: {
 		int fallback, rc = loom_direct_reduce(c, s, r, n, dt, op, root, o, &fallback);
 		if (rc || !fallback)

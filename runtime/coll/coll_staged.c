@@ -207,3 +207,38 @@ int loom_staged_alltoall(struct loom_comm *c, const char *s, char *r, size_t byt
 {
 	return staged_exchange(c, s, bytes, r, bytes, o);
 }
+
+/* A reduce of what the root can take in one slot from each peer (plan.c):
+ * every other rank copies its input into a slot to the root and returns
+ * at once, as an eager send would; the root reduces them straight from the
+ * slots into its result, in the order root, root+1, ..., root-1. No
+ * meeting, no system call, no barrier at the end. */
+int loom_slots_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		      loom_op_t op, int root, struct loom_opctx *o)
+{
+	size_t bytes = n * loom_dtype_size(dt);
+	int N = c->size, k, rc = 0;
+	struct stage g;
+	char *to;
+	memset(&g, 0, sizeof g);
+	g.c = c;
+	g.tag = loom_x_shm_tag(o->seq);
+	loom_x_begin_o(&g.x, c, o, o->seq);
+	if (c->rank != root) {
+		if ((to = slot(&g, root, 0, 0, &rc))) {
+			memcpy(to, s, bytes);
+			post(&g, root, bytes);
+		}
+	} else {
+		for (k = 1; k < N && !rc; k++) {
+			int p = (root + k) % N;
+			const char *in = slot(&g, p, 1, bytes, &rc);
+			if (in) {
+				loom_reduce_into(r, k == 1 ? s : r, in, n, dt, op);
+				release(&g, p);
+			}
+		}
+	}
+	loom_x_abandon(&g.x);
+	return rc;
+}

@@ -32,6 +32,12 @@ int main(void)
 	is_int(loom_plan_allreduce(LOOM_TR_SHM, 4, 1, 4, LOOM_STREAM_BYTES, LOOM_STREAM_BYTES / 4), LOOM_ALG_STAGED, "LOOM_TRANSPORT=shm, at the streaming size: staged");
 	is_int(loom_plan_allreduce(LOOM_TR_TCP, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_RING, "LOOM_TRANSPORT=tcp, 64 MiB: the ring, never shared memory");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_DIRECT, "one node, 64 MiB reduce: direct reads (the root alone writes a result)");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, 8 << 10, 2 << 10), LOOM_ALG_SLOTS, "one node, 8 KiB reduce: the peer's input in a slot to the root");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_SHM_SLOT_BYTES, LOOM_SHM_SLOT_BYTES / 4), LOOM_ALG_SLOTS, "one node, 2 ranks, a slot's worth: slots");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_SHM_SLOT_BYTES + 4, LOOM_SHM_SLOT_BYTES / 4 + 1), LOOM_ALG_DIRECT, "one node, 2 ranks, above a slot: direct reads");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 8, 1, 8, 16 << 10, 4 << 10), LOOM_ALG_DIRECT, "one node, 8 ranks, 16 KiB: the root would reduce 112 KiB alone: direct reads");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 8, 1, 8, 8 << 10, 2 << 10), LOOM_ALG_SLOTS, "one node, 8 ranks, 8 KiB: slots");
+	is_int(loom_plan_reduce(LOOM_TR_TCP, 2, 1, 2, 8 << 10, 2 << 10), LOOM_ALG_TREE, "LOOM_TRANSPORT=tcp, 8 KiB reduce: the tree");
 	ok(!loom_plan_staged(LOOM_TR_AUTO, 2, 1, 32u << 20, 0), "one node, 32 MiB allgather or alltoall result: direct reads");
 	ok(loom_plan_staged(LOOM_TR_AUTO, 2, 1, 64u << 20, 0), "one node, 64 MiB allgather or alltoall result: staged");
 	ok(!loom_plan_staged(LOOM_TR_AUTO, 4, 2, 64u << 20, 0), "two nodes: never staged");

@@ -465,6 +465,12 @@ static int mode_coll(size_t maxcount)
 	t_identical(1000, LOOM_FLOAT32);
 	t_identical(100003, LOOM_FLOAT32);
 	t_identical(50001, LOOM_FLOAT64);
+	/* reduce of 8 to 64 KiB: inside a node each peer's input goes in one
+	 * ring slot to the root (LOOM_ALG_SLOTS), in place and not */
+	t_reduce(LOOM_FLOAT32, LOOM_SUM, 2048, 0, N - 1);
+	t_reduce(LOOM_INT32, LOOM_MAX, 16384 / (size_t)N + 1, 1, 0);
+	t_reduce(LOOM_FLOAT64, LOOM_PROD, 8192 / (size_t)(N > 1 ? N - 1 : 1), 0, 1 % N);
+	t_reduce(LOOM_BFLOAT16, LOOM_AVG, 4099, 1, N / 2);
 	t_bcast_shifted(LOOM_INT32, 70001, N - 1);
 	t_bcast_shifted(LOOM_FLOAT64, 1000, 0);
 	/* a few MiB: the pipelined / chunked paths */
