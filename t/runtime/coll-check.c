@@ -443,10 +443,23 @@ static void t_identical(size_t n, loom_dtype_t dt)
 	free(all);
 }
 
+/* a last barrier, then the pass line a test looks for on every rank */
+static int checks_end(void)
+{
+	int rc = loom_barrier(W);
+	if (rc) {
+		fprintf(stderr, "rank %d: barrier: %s\n", R, loom_strerror(rc));
+		failures++;
+	}
+	if (!failures)
+		printf("rank %d: all checks passed (%d ranks)\n", R, N);
+	return failures != 0;
+}
+
 static int mode_coll(size_t maxcount)
 {
 	size_t sizes[] = { 0, 1, 7, 1000, 70001 }, big = maxcount;
-	int ns = sizeof sizes / sizeof sizes[0], si, dt, op, ip, rc;
+	int ns = sizeof sizes / sizeof sizes[0], si, dt, op, ip;
 	for (si = 0; si < ns; si++) {
 		size_t n = sizes[si];
 		for (dt = 0; dt < LOOM_DTYPE_COUNT; dt++)
@@ -485,14 +498,7 @@ static int mode_coll(size_t maxcount)
 		t_alltoall(LOOM_INT64, big / (size_t)N / 2, 0);
 		t_sendrecv(big);
 	}
-	rc = loom_barrier(W);
-	if (rc) {
-		fprintf(stderr, "rank %d: barrier: %s\n", R, loom_strerror(rc));
-		failures++;
-	}
-	if (!failures)
-		printf("rank %d: all checks passed (%d ranks)\n", R, N);
-	return failures != 0;
+	return checks_end();
 }
 
 /* allreduce of bytes or more a rank, allgather and alltoall of twice
@@ -501,7 +507,6 @@ static int mode_coll(size_t maxcount)
  * allreduce result bit-identical */
 static int mode_large(size_t bytes)
 {
-	int rc;
 	t_allgather(LOOM_FLOAT32, 2 * bytes / 4 / (size_t)N + 3, 0);
 	t_allgather(LOOM_INT8, 2 * bytes / (size_t)N + 1, 1);
 	t_alltoall(LOOM_INT64, 2 * bytes / 8 / (size_t)N + 1, 0);
@@ -512,14 +517,7 @@ static int mode_large(size_t bytes)
 	t_allreduce(LOOM_INT8, LOOM_MIN, bytes + 1, 1);
 	t_allreduce(LOOM_BFLOAT16, LOOM_AVG, bytes / 4 + 9, 0);
 	t_identical(bytes / 4 + 13, LOOM_FLOAT32);
-	rc = loom_barrier(W);
-	if (rc) {
-		fprintf(stderr, "rank %d: barrier: %s\n", R, loom_strerror(rc));
-		failures++;
-	}
-	if (!failures)
-		printf("rank %d: all checks passed (%d ranks)\n", R, N);
-	return failures != 0;
+	return checks_end();
 }
 
 static int expect(int cond, const char *what)
