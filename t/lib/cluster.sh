@@ -36,10 +36,16 @@ _cluster_port_free() {
 
 # Pick a block of ports nobody listens on; the start differs per script and
 # per run so that parallel test scripts (make -j check) do not collide.
+# Below the kernel's ephemeral range (ip_local_port_range): a port in it
+# may be taken by an outgoing connection between this check and slurmd's
+# bind (a CI run once failed so: "Unable to bind listen port (50082)").
 _cluster_pick_ports() {
-	local n=$1 tries=0 base p ok
+	local n=$1 tries=0 base p ok low slots
+	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null) || low=0
+	slots=$(( (${low:-0} - 20000 - n - 2) / 10 ))
+	[ "$slots" -ge 100 ] || slots=4000  # an unusual range: anywhere, as before
 	while [ $tries -lt 50 ]; do
-		base=$(( 20000 + $(loom_rand 4000) * 10 ))
+		base=$(( 20000 + $(loom_rand $slots) * 10 ))
 		ok=1
 		for p in $(seq $base $((base + n + 1))); do
 			_cluster_port_free $p || { ok=0; break; }
