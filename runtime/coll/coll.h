@@ -96,9 +96,6 @@ int loom_fbox_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes
 		       struct loom_opctx *o);
 int loom_fbox_barrier(struct loom_comm *c, struct loom_opctx *o);
 
-/* ---- coll_direct.c: large operations of a one-node communicator by
- * direct reads of the peers' buffers. *fallback 1: not possible here and
- * nothing done (the caller runs its ring algorithm). ---- */
 /* ---- coll_staged.c ---- */
 /* results of this many bytes a rank or more are written with streaming
  * stores (loom_copy_stream): a node's ranks' buffers of that size no
@@ -114,10 +111,13 @@ int loom_staged_allgather(struct loom_comm *c, const char *mine, char *r, size_t
 			  struct loom_opctx *o);
 int loom_staged_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
 			 struct loom_opctx *o);
-/* in-node reduce whose peers' inputs fit a slot each; LOOM_ALG_SLOTS */
+/* in-node reduce whose peers' inputs fit one slot together; LOOM_ALG_SLOTS */
 int loom_slots_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
 		      loom_op_t op, int root, struct loom_opctx *o);
 
+/* ---- coll_direct.c: large operations of a one-node communicator by
+ * direct reads of the peers' buffers. *fallback 1: not possible here and
+ * nothing done (the caller runs its ring algorithm). ---- */
 int loom_direct_allreduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
 			  loom_op_t op, struct loom_opctx *o, int *fallback);
 int loom_direct_rs(struct loom_comm *c, const char *s, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,

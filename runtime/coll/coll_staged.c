@@ -64,6 +64,14 @@ static void *slot(struct stage *g, int p, int from, size_t len, int *rc)
 	return *rc ? NULL : g->slot;
 }
 
+static void stage_begin(struct stage *g, struct loom_comm *c, struct loom_opctx *o)
+{
+	memset(g, 0, sizeof *g);
+	g->c = c;
+	g->tag = loom_x_shm_tag(o->seq);
+	loom_x_begin_o(&g->x, c, o, o->seq);
+}
+
 static void post(struct stage *g, int p, size_t len)
 {
 	loom_shm_slot_post(g->c, loom_comm_local_idx(g->c, p), g->tag, len);
@@ -72,11 +80,6 @@ static void post(struct stage *g, int p, size_t len)
 static void release(struct stage *g, int p)
 {
 	loom_shm_slot_release(g->c, loom_comm_local_idx(g->c, p));
-}
-
-static void copy_cached(void *dst, const void *src, size_t len)
-{
-	memcpy(dst, src, len);
 }
 
 /* elements of chunk j of block b (0 past its end) */
@@ -91,14 +94,8 @@ int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 {
 	size_t es = loom_dtype_size(dt), step = LOOM_SHM_SLOT_BYTES / es, j, nch;
 	int N = c->size, me = c->rank, k, rc = 0;
-	/* the result goes past the caches when it cannot stay in them */
-	void (*out)(void *, const void *, size_t) =
-		n * es >= LOOM_STREAM_BYTES ? loom_copy_stream : copy_cached;
 	struct stage g;
-	memset(&g, 0, sizeof g);
-	g.c = c;
-	g.tag = loom_x_shm_tag(o->seq);
-	loom_x_begin_o(&g.x, c, o, o->seq);
+	stage_begin(&g, c, o);
 	nch = (loom_blk_cnt(n, N, 0) + step - 1) / step;  /* block 0 is the largest */
 	for (j = 0; j < nch && !rc; j++) {
 		size_t m = chunk_cnt(n, N, me, j, step), at = loom_blk_off(n, N, me) + j * step;
@@ -135,14 +132,17 @@ int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 				post(&g, p, m * es);
 			}
 		}
-		out(r + at * es, acc, m * es);
+		/* past the caches: the plan comes here only for results that
+		 * cannot stay in them (LOOM_STREAM_BYTES) */
+		loom_copy_stream(r + at * es, acc, m * es);
 		/* d. the peers' reduced chunks */
 		for (k = 1; k < N && !rc; k++) {
 			int p = (me + k) % N;
 			size_t mp = chunk_cnt(n, N, p, j, step);
 			const char *in = slot(&g, p, 1, mp * es, &rc);
 			if (in) {
-				out(r + (loom_blk_off(n, N, p) + j * step) * es, in, mp * es);
+				loom_copy_stream(r + (loom_blk_off(n, N, p) + j * step) * es, in,
+						 mp * es);
 				release(&g, p);
 			}
 		}
@@ -165,10 +165,7 @@ static int staged_exchange(struct loom_comm *c, const char *s, size_t stride, ch
 	const char *mine = s + (size_t)me * stride;
 	char *at = r + (size_t)me * bytes;
 	struct stage g;
-	memset(&g, 0, sizeof g);
-	g.c = c;
-	g.tag = loom_x_shm_tag(o->seq);
-	loom_x_begin_o(&g.x, c, o, o->seq);
+	stage_begin(&g, c, o);
 	for (j = 0; j < nch && !rc; j++) {
 		size_t off = j * step, len = bytes - off < step ? bytes - off : step;
 		char *to;
@@ -220,10 +217,7 @@ int loom_slots_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loo
 	int N = c->size, k, rc = 0;
 	struct stage g;
 	char *to;
-	memset(&g, 0, sizeof g);
-	g.c = c;
-	g.tag = loom_x_shm_tag(o->seq);
-	loom_x_begin_o(&g.x, c, o, o->seq);
+	stage_begin(&g, c, o);
 	if (c->rank != root) {
 		if ((to = slot(&g, root, 0, 0, &rc))) {
 			memcpy(to, s, bytes);

@@ -15,7 +15,6 @@
 
 #define SEG (256u * 1024)
 
-
 void loom_x_begin(struct loom_xctx *x, struct loom_comm *c, const char *opname, uint64_t seq,
 		  uint64_t tag, double deadline)
 {

@@ -601,6 +601,13 @@ static const void *fbox_mismatch(struct loom_comm *c, int local_idx, unsigned pl
 	return NULL;
 }
 
+/* the same, told from a small entry (its signature holds kind and length) */
+static const void *entry_mismatch(struct loom_comm *c, int local_idx, const struct fbox_entry *e,
+				  size_t len, uint32_t kind, int *mismatch)
+{
+	return fbox_mismatch(c, local_idx, e->sig >> 28, e->sig & 0x0fffffffu, len, kind, mismatch);
+}
+
 const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
 			       size_t len, int *mismatch)
 {
@@ -612,20 +619,16 @@ const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq,
 	if (is_small(len)) {
 		if (atomic_load_explicit(&e->seq, memory_order_acquire) == (uint32_t)seq) {
 			if (e->sig != small_sig(kind, len))
-				return fbox_mismatch(c, local_idx, e->sig >> 28,
-						     e->sig & 0x0fffffffu, len, kind, mismatch);
+				return entry_mismatch(c, local_idx, e, len, kind, mismatch);
 			return e->data;
 		}
-		if (atomic_load_explicit(&b->seq, memory_order_acquire) == seq) {
-			atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&b->seq, memory_order_acquire) == seq)
 			return fbox_mismatch(c, local_idx, b->len, b->kind, len, kind, mismatch);
-		}
 		return NULL;
 	}
 	if (atomic_load_explicit(&b->seq, memory_order_acquire) != seq) {
 		if (atomic_load_explicit(&e->seq, memory_order_acquire) == (uint32_t)seq)
-			return fbox_mismatch(c, local_idx, e->sig >> 28, e->sig & 0x0fffffffu, len,
-					     kind, mismatch);
+			return entry_mismatch(c, local_idx, e, len, kind, mismatch);
 		return NULL;
 	}
 	if (b->kind != kind || b->len != len)
@@ -649,66 +652,41 @@ static int slot_check(struct loom_comm *c, struct ring *r, unsigned k, int pl, u
 	if (r->sh[k].tag == tag && r->sh[k].len == n)
 		return 0;
 	LOOM_ERR("comm %s: rank %d sent %u bytes of operation tag %u where %zu bytes of tag %u were expected (ranks out of step)",
-		 c->name, loom_rankmap_get(&c->lmem, pl), r->sh[k].len, r->sh[k].tag, n, tag);
+		 c->name, loom_comm_local_member(c, pl), r->sh[k].len, r->sh[k].tag, n, tag);
 	return LOOM_ERR_MISMATCH;
 }
 
+/* through the slot functions below: one copy between the caller's
+ * buffer and a slot, up to SLOT bytes a message */
 int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 {
-	struct loom_shm *s = c->shm;
-	int me = c->local_rank, pl = loom_comm_local_idx(c, x->peer), moved = 0, rc;
-	if (x->kind == XSEND) {
-		struct ring *r = ring_map(c, me, pl, 1, &rc);
-		if (!r)
-			return rc;
-		while (!(x->segdone > 0 && x->off == x->len)) {
-			uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-			uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-			size_t n = x->len - x->off;
-			unsigned k;
-			if (head - tail >= NSLOT)
+	int pl = loom_comm_local_idx(c, x->peer), moved = 0, rc = 0;
+	size_t es = x->kind == XRECV_REDUCE ? loom_dtype_size(x->dt) : 1;
+	while (!(x->segdone > 0 && x->off == x->len)) {
+		size_t n = x->len - x->off < SLOT ? x->len - x->off : SLOT;
+		if (x->kind == XSEND) {
+			char *d = loom_shm_slot_to(c, pl, &rc);
+			if (!d)
 				break;
-			k = (unsigned)(head % NSLOT);
-			if (n > SLOT)
-				n = SLOT;
 			if (n)
-				memcpy(r->data[k], x->buf + x->off, n);
-			r->sh[k].tag = tag;
-			r->sh[k].len = (uint32_t)n;
-			atomic_store_explicit(&r->head, head + 1, memory_order_release);
-			loom_bell_ring(&s->bells[pl].bell);
-			x->off += n;
-			x->segdone++;
-			moved = 1;
-		}
-	} else {
-		struct ring *r = ring_map(c, pl, me, 0, &rc);
-		if (!r)
-			return rc;
-		size_t es = x->kind == XRECV_REDUCE ? loom_dtype_size(x->dt) : 1;
-		while (!(x->segdone > 0 && x->off == x->len)) {
-			uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-			uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-			size_t n = x->len - x->off;
-			unsigned k;
-			if (tail == head)
+				memcpy(d, x->buf + x->off, n);
+			loom_shm_slot_post(c, pl, tag, n);
+		} else {
+			const char *d = loom_shm_slot_from(c, pl, tag, n, &rc);
+			if (!d)
 				break;
-			k = (unsigned)(tail % NSLOT);
-			if (n > SLOT)
-				n = SLOT;
-			if ((rc = slot_check(c, r, k, pl, tag, n)))
-				return rc;
 			if (x->kind == XRECV_REDUCE)
-				loom_reduce_local(x->buf + x->off, r->data[k], n / es, x->dt, x->op);
+				loom_reduce_local(x->buf + x->off, d, n / es, x->dt, x->op);
 			else if (n)
-				memcpy(x->buf + x->off, r->data[k], n);
-			atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
-			loom_bell_ring(&s->bells[pl].bell);
-			x->off += n;
-			x->segdone++;
-			moved = 1;
+				memcpy(x->buf + x->off, d, n);
+			loom_shm_slot_release(c, pl);
 		}
+		x->off += n;
+		x->segdone++;
+		moved = 1;
 	}
+	if (rc)
+		return rc;
 	if (x->segdone > 0 && x->off == x->len)
 		x->done = 1;
 	return moved;
