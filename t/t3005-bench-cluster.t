@@ -8,8 +8,8 @@ test_need_cluster
 B=$LOOM_BUILD_DIR/bench/loom-bench
 # Open MPI across the two fake nodes of one host: TCP on loopback only
 # (see /work/shared/notes: the vader BTL segfaulted across them)
-OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_MCA_btl OMPI_MCA_btl_tcp_if_include OMPI_MCA_oob_tcp_if_include
+. "$LOOM_SRC_DIR/t/backend/lib.sh"
+mpi_env
 
 # size count type redop root time best algbw busbw #wrong
 row='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +-?[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+'
@@ -41,7 +41,7 @@ test_expect_success 'loom-bench --check -d float16 --op avg and -d int64 --op pr
 mrow="$row +[0-9.]+ +[0-9.]+ +[0-9]+"
 if grep -q '^#define HAVE_MPI 1' "$LOOM_BUILD_DIR/config.h"; then
 test_expect_success 'loom-bench --peer mpi under srun --mpi=pmix (-N2 -n4): libloom and Open MPI share the step, both correct' '
-	timeout 300 srun --mpi=pmix -N2 -n4 "$B" -o allreduce -b 8 -e 1M -f 4 -n 3 -w 1 --check --peer mpi --memcpy \
+	mpi_srun 300 --mpi=pmix -N2 -n4 "$B" -o allreduce -b 8 -e 1M -f 4 -n 3 -w 1 --check --peer mpi --memcpy \
 		>"$TEST_TMP/p.out" 2>"$TEST_TMP/p.err" && rc=0 || rc=$?
 	cat "$TEST_TMP/p.out" "$TEST_TMP/p.err"
 	test $rc = 0 && test $(grep -Ec "$mrow +[0-9.]+\$" "$TEST_TMP/p.out") = 10 &&
@@ -51,7 +51,7 @@ test_expect_success 'loom-bench --peer mpi under srun --mpi=pmix (-N2 -n4): libl
 '
 test_expect_success 'loom-bench --peer mpi for every collective (-N1 -n2)' '
 	for op in allgather reduce_scatter broadcast alltoall reduce; do
-		timeout 300 srun --mpi=pmix -N1 -n2 "$B" -o $op -b 8 -e 64K -f 8 -n 2 -w 1 --check --peer mpi \
+		mpi_srun 300 --mpi=pmix -N1 -n2 "$B" -o $op -b 8 -e 64K -f 8 -n 2 -w 1 --check --peer mpi \
 			>"$TEST_TMP/p.out" 2>&1 || { cat "$TEST_TMP/p.out"; exit 1; }
 		grep -q "^# Wrong elements (mpi) : 0 OK" "$TEST_TMP/p.out" || { cat "$TEST_TMP/p.out"; exit 1; }
 	done

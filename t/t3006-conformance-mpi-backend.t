@@ -17,7 +17,7 @@ for spec in "-N1 -n2 2" "-N2 -n4 4"; do
 	sargs="$1 $2" n=$3
 	test_expect_success "conformance quick matrix, LOOM_BACKEND=mpi, $sargs: every check passes" '
 		m=$(conf_markers)
-		LOOM_BACKEND=mpi LOOM_TIMEOUT=120 timeout 600 srun --mpi=pmix '"$sargs"' "$CONF" --quick --markers "$m" \
+		LOOM_BACKEND=mpi LOOM_TIMEOUT=120 mpi_srun 600 --mpi=pmix '"$sargs"' "$CONF" --quick --markers "$m" \
 			>"$TEST_TMP/c.out" 2>"$TEST_TMP/c.err" && rc=0 || rc=$?
 		grep -v "^ok" "$TEST_TMP/c.out" || true; head -40 "$TEST_TMP/c.err"
 		test $rc = 0 && ! grep -q "^not ok" "$TEST_TMP/c.out" &&
