@@ -55,7 +55,8 @@ ompi_init_race() {
 mpi_srun() {
 	local secs=$1 out err rc
 	shift
-	out=$(mktemp "$TEST_TMP/mpi_srun.out.XXXXXX") && err=$(mktemp "$TEST_TMP/mpi_srun.err.XXXXXX") || return 1
+	out=$(mktemp "${TEST_TMP:-${TMPDIR:-/tmp}}/mpi_srun.out.XXXXXX") &&
+	err=$(mktemp "${TEST_TMP:-${TMPDIR:-/tmp}}/mpi_srun.err.XXXXXX") || return 1
 	timeout -k 10 "$secs" srun "$@" >"$out" 2>"$err" && rc=0 || rc=$?
 	if [ $rc != 0 ] && ompi_init_race "$err"; then
 		cp "$err" "$err.first"
