@@ -6,10 +6,12 @@
 #   mpi_srun SECS ARGS    srun ARGS under timeout SECS for a step whose tasks
 #                         call MPI_Init; once more when Open MPI died of its
 #                         start-up race on this cluster (ompi_init_race)
-BCHECK=$LOOM_BUILD_DIR/t/backend/mpi_check
-ADOPT=$LOOM_BUILD_DIR/t/backend/mpi_adopt
-GPUCOUNT=$LOOM_BUILD_DIR/t/backend/gpu_count
-CONF=$LOOM_BUILD_DIR/t/conformance/conformance
+# (bench/compare sources it for mpi_srun alone, outside make check, where
+# LOOM_BUILD_DIR is not set)
+BCHECK=${LOOM_BUILD_DIR:-}/t/backend/mpi_check
+ADOPT=${LOOM_BUILD_DIR:-}/t/backend/mpi_adopt
+GPUCOUNT=${LOOM_BUILD_DIR:-}/t/backend/gpu_count
+CONF=${LOOM_BUILD_DIR:-}/t/conformance/conformance
 [ -x "$CONF" ] || CONF=
 export BCHECK ADOPT GPUCOUNT CONF
 
