@@ -52,12 +52,14 @@ test_expect_success 'test_must_fail_with: needs both the failure and the message
 	! test_must_fail_with "unrelated words" ls /nonexistent-loom
 '
 
-test_expect_success 'loom_rand and free_port vary under dash' '
+test_expect_success 'loom_rand and free_port vary under dash; free ports lie below the ephemeral range' '
 	out=$(/bin/sh -c ". \"$LOOM_SRC_DIR/t/lib/cluster.sh\"; . \"$LOOM_SRC_DIR/t/runtime/lib.sh\";
 		for i in 1 2 3 4 5 6 7 8; do free_port; done") &&
 	echo "$out" &&
 	[ "$(echo "$out" | wc -l)" -eq 8 ] &&
 	[ "$(echo "$out" | sort -u | wc -l)" -gt 1 ] &&
+	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range) &&
+	for p in $out; do [ "$p" -ge 20000 ] && [ "$p" -lt "$low" ] || { echo "port $p not in 20000..$low"; exit 1; }; done &&
 	n=$(/bin/sh -c ". \"$LOOM_SRC_DIR/t/lib/cluster.sh\"; loom_rand 10") &&
 	[ "$n" -ge 0 ] && [ "$n" -lt 10 ]
 '

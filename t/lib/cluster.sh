@@ -34,16 +34,26 @@ _cluster_port_free() {
 	! ss -Htan 2>/dev/null | awk '{print $4}' | grep -q ":$1\$"
 }
 
+# The tests listen on ports from 20000 up to the kernel's ephemeral range
+# (ip_local_port_range): a port in it may be taken by an outgoing
+# connection between the check that it is free and the bind (CI failed so
+# twice: slurmd's "Unable to bind listen port (50082)", and a MASTER_PORT
+# 42457 "Address already in use").
+# loom_port_room N: how many first ports from 20000 leave room for N more
+# below that range (40000 when the range is unusual)
+loom_port_room() {
+	local low room
+	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null) || low=0
+	room=$(( ${low:-0} - 20000 - $1 ))
+	[ "$room" -ge 1000 ] || room=40000
+	echo $room
+}
+
 # Pick a block of ports nobody listens on; the start differs per script and
 # per run so that parallel test scripts (make -j check) do not collide.
-# Below the kernel's ephemeral range (ip_local_port_range): a port in it
-# may be taken by an outgoing connection between this check and slurmd's
-# bind (a CI run once failed so: "Unable to bind listen port (50082)").
 _cluster_pick_ports() {
-	local n=$1 tries=0 base p ok low slots
-	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null) || low=0
-	slots=$(( (${low:-0} - 20000 - n - 2) / 10 ))
-	[ "$slots" -ge 100 ] || slots=4000  # an unusual range: anywhere, as before
+	local n=$1 tries=0 base p ok slots
+	slots=$(( $(loom_port_room $((n + 2))) / 10 ))
 	while [ $tries -lt 50 ]; do
 		base=$(( 20000 + $(loom_rand $slots) * 10 ))
 		ok=1

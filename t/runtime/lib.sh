@@ -29,10 +29,11 @@ t_srun() {
 }
 
 free_port() {
-	local p
+	local p room
+	room=$(loom_port_room 1)
 	for _ in $(seq 1 100); do
-		p=$(( 30000 + $(loom_rand 25000) ))
-		if ! ss -Htan 2>/dev/null | awk '{print $4}' | grep -q ":$p\$"; then
+		p=$(( 20000 + $(loom_rand "$room") ))
+		if _cluster_port_free $p; then
 			echo $p
 			return 0
 		fi
