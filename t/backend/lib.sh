@@ -53,7 +53,8 @@ ompi_init_race() {
 
 # mpi_srun SECS ARGS...: srun ARGS under timeout SECS, for a step whose
 # tasks call MPI_Init; when it died of that race, says so on stderr and runs
-# the step once more (output of the last run only, stdout then stderr)
+# the step once more (output of the last run only, stdout then stderr; the
+# first run's report stays in the file the message names)
 mpi_srun() {
 	local secs=$1 out err rc
 	shift
@@ -67,6 +68,7 @@ mpi_srun() {
 	fi
 	cat "$out"
 	cat "$err" >&2
+	rm -f "$out" "$err"  # outside a test (bench/compare) nobody else removes them
 	return $rc
 }
 
