@@ -50,6 +50,7 @@ void loom_report_timeout(struct loom_comm *c, const char *opname, uint64_t seq, 
 struct loom_opctx {
 	const char *name;
 	double deadline;
+	double started; /* when it began (coarse clock): waits report from here */
 	uint64_t seq;   /* this comm's sequence number: the tag */
 	struct loom_comm *top;  /* the user's communicator and its sequence */
 	uint64_t topseq;        /* number (timeout diagnosis) */

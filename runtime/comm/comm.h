@@ -151,6 +151,8 @@ static inline int loom_comm_local_member(const struct loom_comm *c, int local_id
 /* rank's index among my node's members; -1 when it is on another node */
 static inline int loom_comm_local_idx(const struct loom_comm *c, int rank)
 {
+	if (c->nnodes == 1)  /* all here, in rank order */
+		return rank;
 	if (loom_rankmap_get(&c->npos, rank) != loom_rankmap_get(&c->npos, c->rank))
 		return -1;
 	return loom_rankmap_find(&c->lmem, rank);

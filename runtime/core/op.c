@@ -170,7 +170,8 @@ int loom_op_run(struct loom_comm *c, const struct loom_opdesc *d)
 		return rc;
 	o.name = loom_opdesc_name(d->kind);
 	o.seq = loom_op_enter(c);
-	o.deadline = loom_now_coarse() + c->timeout;
+	o.started = loom_now_coarse();
+	o.deadline = o.started + c->timeout;
 	o.top = c;
 	o.topseq = o.seq;
 	LOOM_TRACE("comm %s seq %llu: %s count %zu %s", c->name, (unsigned long long)o.seq, o.name,
