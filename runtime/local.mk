@@ -67,4 +67,5 @@ dist_check_SCRIPTS += \
 	t/t2005-runtime-scale.t \
 	t/t2006-runtime-direct-reads.t \
 	t/t2008-runtime-staged.t \
+	t/t2009-runtime-tcp-segments.t \
 	t/t2007-runtime-bootstrap-tree.t
