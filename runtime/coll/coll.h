@@ -98,11 +98,11 @@ int loom_fbox_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes
 int loom_fbox_barrier(struct loom_comm *c, struct loom_opctx *o);
 
 /* ---- coll_staged.c ---- */
-/* results of this many bytes a rank or more are written with streaming
- * stores (loom_copy_stream): a node's ranks' buffers of that size no
- * longer fit in its caches, and a cached store first reads the line it
- * overwrites */
-#define LOOM_STREAM_BYTES (32u << 20)
+/* in a node, from these sizes a rank, allreduce (its buffer), and
+ * allgather and alltoall (their result) go through the ring slots with
+ * streaming stores rather than direct reads (plan.c says why) */
+#define LOOM_STAGED_REDUCE_BYTES (256u << 10)
+#define LOOM_STAGED_COPY_BYTES (4u << 20)
 /* in-node allreduce through the ring slots, s may be r; LOOM_ALG_STAGED */
 int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 			  loom_dtype_t dt, loom_op_t op, struct loom_opctx *o);

@@ -132,8 +132,7 @@ int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 				post(&g, p, m * es);
 			}
 		}
-		/* past the caches: the plan comes here only for results that
-		 * cannot stay in them (LOOM_STREAM_BYTES) */
+		/* past the caches: a cached store would first read the line */
 		loom_copy_stream(r + at * es, acc, m * es);
 		/* d. the peers' reduced chunks */
 		for (k = 1; k < N && !rc; k++) {

@@ -31,22 +31,26 @@
  *    ranks, 8 KiB: 0.88-1.02 against 2.1-5.3 us; 32 KiB 2.2-3.1 against
  *    3.2). Beyond, the root's serial reduction of every peer's input
  *    costs more than the direct reads' parallel one.
- *  - one node, allreduce from LOOM_STREAM_BYTES (32 MiB) per rank:
- *    through the shared ring slots chunk by chunk (coll_staged.c), the
- *    results written with streaming stores. The ranks' buffers no longer
- *    fit in the caches there, memory traffic is the cost, and a
- *    streaming store saves the read of each line it overwrites, which
- *    the kernel's copies into a peer's buffer cannot (2 ranks, 64 MiB:
- *    15.7-16.0 ms against 19.0-20.4 by direct reads; 32 MiB 7.2-7.5
- *    against 8.7-9.1). Below it direct reads win: the data is in cache,
- *    and they copy it once where the slots copy it twice (16 MiB: 2.6-3.3
- *    against 3.2-4.2 ms; 1 MiB 125-132 against 172-187 us).
- *    Allgather and alltoall take the same slots from 64 MiB of result a
- *    rank (2 ranks, 64 MiB: allgather 7.1-7.8 against 9.6-10.3 ms by
- *    direct reads, alltoall 9.0-10.1 against 10.8-11.8; at 32 MiB the
- *    direct reads still win, 3.1-3.3 against 3.4-3.8 ms for allgather):
- *    without a reduction they pass over each byte fewer times, so the
- *    caches hold out to twice the size.
+ *  - one node, allreduce from LOOM_STAGED_REDUCE_BYTES (256 KiB) per
+ *    rank, allgather and alltoall from LOOM_STAGED_COPY_BYTES (4 MiB) of
+ *    result: through the shared ring slots chunk by chunk (coll_staged.c),
+ *    the results written with streaming stores. Every byte is moved by
+ *    user code the hardware prefetches, with no page pinning in the
+ *    kernel, and a streaming store saves the read of each line it
+ *    overwrites, which the kernel's copies into a peer's buffer cannot.
+ *    2 ranks, interleaved, 3-4 runs each (2026-12-05): allreduce 256 KiB
+ *    22-23 against 26-36 us by direct reads, 512 KiB 39-42 against 52-64,
+ *    1 MiB 74-76 against 113-188, 4 MiB 0.30 against 0.48 ms, 16 MiB
+ *    1.6-2.0 against 3.1-3.9 ms; 128 KiB level (15-17 us both), and 64
+ *    KiB level or direct reads ahead (11-12 against 9-13). Allgather 8 MiB 0.39-0.48
+ *    against 0.53-1.25 ms, 16 MiB 0.79-1.23 against 1.77-2.38; alltoall
+ *    8 MiB 0.46-0.71 against 0.54-1.10, 16 MiB 1.06-1.41 against
+ *    2.13-2.47; at 4 MiB both level. Cached stores instead of streaming
+ *    ones were slower from 4 MiB (16 MiB allreduce 2.4-2.7 against
+ *    1.8-1.9 ms) and level below. An earlier tuning (stop 30) had found
+ *    direct reads ahead up to 32 MiB (16 MiB allreduce 2.6-3.3 against
+ *    3.2-4.2 ms) and set 32 and 64 MiB; the same comparison now goes the
+ *    other way at every size from 256 KiB, on the same host.
  *  - inside the node part of a hierarchical broadcast, from 4 KiB up to
  *    256 KiB: the rings' binomial tree, not direct reads. A ring send is
  *    eager, direct reads end in a barrier of the node's ranks, and these
@@ -98,7 +102,7 @@ int loom_plan_direct(int transport, int size, int nnodes, size_t bytes)
 int loom_plan_staged(int transport, int size, int nnodes, size_t bytes, int reduces)
 {
 	return loom_plan_direct(transport, size, nnodes, bytes) &&
-	       bytes >= (reduces ? 1 : 2) * (size_t)LOOM_STREAM_BYTES;
+	       bytes >= (reduces ? LOOM_STAGED_REDUCE_BYTES : LOOM_STAGED_COPY_BYTES);
 }
 
 int loom_plan_uses_hier(int transport, int size, int nnodes, int local_size_max)

@@ -24,12 +24,14 @@ int main(void)
 	is_int(loom_plan_allreduce(LOOM_TR_SHM, 8, 1, 8, LOOM_FBOX_BYTES, LOOM_FBOX_BYTES / 4), LOOM_ALG_FBOX, "one node, a full box: fast boxes");
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_FBOX_BYTES + 4, LOOM_FBOX_BYTES / 4 + 1), LOOM_ALG_RD, "one node, above a box: recursive doubling");
 	is_int(loom_plan_allreduce(LOOM_TR_TCP, 2, 1, 2, 8, 2), LOOM_ALG_RD, "LOOM_TRANSPORT=tcp: never fast boxes");
-	/* large, one node: direct reads while the buffers fit in cache, the
-	 * staged slots with streaming stores beyond */
-	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, 1 << 20, 1 << 18), LOOM_ALG_DIRECT, "one node, 1 MiB: direct reads");
-	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_STREAM_BYTES - 4, LOOM_STREAM_BYTES / 4 - 1), LOOM_ALG_DIRECT, "one node, just below the streaming size: direct reads");
+	/* larger, one node: direct reads up to 256 KiB, the staged slots with
+	 * streaming stores from there */
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, 128 << 10, 32 << 10), LOOM_ALG_DIRECT, "one node, 128 KiB: direct reads");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_STAGED_REDUCE_BYTES - 4, LOOM_STAGED_REDUCE_BYTES / 4 - 1), LOOM_ALG_DIRECT, "one node, just below the staged size: direct reads");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, 1 << 20, 1 << 18), LOOM_ALG_STAGED, "one node, 1 MiB: staged through the slots");
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_STAGED, "one node, 64 MiB: staged through the slots");
-	is_int(loom_plan_allreduce(LOOM_TR_SHM, 4, 1, 4, LOOM_STREAM_BYTES, LOOM_STREAM_BYTES / 4), LOOM_ALG_STAGED, "LOOM_TRANSPORT=shm, at the streaming size: staged");
+	is_int(loom_plan_allreduce(LOOM_TR_SHM, 4, 1, 4, LOOM_STAGED_REDUCE_BYTES, LOOM_STAGED_REDUCE_BYTES / 4), LOOM_ALG_STAGED, "LOOM_TRANSPORT=shm, at the staged size: staged");
+	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 8, 1, 8, LOOM_STAGED_REDUCE_BYTES, 7), LOOM_ALG_RD, "one node, fewer elements than ranks: never staged or direct");
 	is_int(loom_plan_allreduce(LOOM_TR_TCP, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_RING, "LOOM_TRANSPORT=tcp, 64 MiB: the ring, never shared memory");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_DIRECT, "one node, 64 MiB reduce: direct reads (the root alone writes a result)");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, 8 << 10, 2 << 10), LOOM_ALG_SLOTS, "one node, 8 KiB reduce: the peer's input in a slot to the root");
@@ -38,7 +40,8 @@ int main(void)
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 8, 1, 8, 16 << 10, 4 << 10), LOOM_ALG_DIRECT, "one node, 8 ranks, 16 KiB: the root would reduce 112 KiB alone: direct reads");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 8, 1, 8, 8 << 10, 2 << 10), LOOM_ALG_SLOTS, "one node, 8 ranks, 8 KiB: slots");
 	is_int(loom_plan_reduce(LOOM_TR_TCP, 2, 1, 2, 8 << 10, 2 << 10), LOOM_ALG_TREE, "LOOM_TRANSPORT=tcp, 8 KiB reduce: the tree");
-	ok(!loom_plan_staged(LOOM_TR_AUTO, 2, 1, 32u << 20, 0), "one node, 32 MiB allgather or alltoall result: direct reads");
+	ok(!loom_plan_staged(LOOM_TR_AUTO, 2, 1, LOOM_STAGED_COPY_BYTES - 1, 0), "one node, allgather or alltoall result just below 4 MiB: direct reads");
+	ok(loom_plan_staged(LOOM_TR_AUTO, 2, 1, LOOM_STAGED_COPY_BYTES, 0), "one node, 4 MiB allgather or alltoall result: staged");
 	ok(loom_plan_staged(LOOM_TR_AUTO, 2, 1, 64u << 20, 0), "one node, 64 MiB allgather or alltoall result: staged");
 	ok(!loom_plan_staged(LOOM_TR_AUTO, 4, 2, 64u << 20, 0), "two nodes: never staged");
 	ok(!loom_plan_staged(LOOM_TR_TCP, 2, 1, 64u << 20, 0), "LOOM_TRANSPORT=tcp: never staged");
