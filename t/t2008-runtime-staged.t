@@ -1,5 +1,5 @@
 #!/bin/sh
-# An allreduce of 256 KiB or more a rank inside one node, and an allgather
+# An allreduce or reduce of 256 KiB or more a rank inside one node, and an allgather
 # or alltoall of 4 MiB or more of result, go through the shared-memory
 # ring slots chunk by chunk, the results written with streaming stores
 # (runtime/coll/coll_staged.c; the plan unit test checks that these sizes
@@ -15,10 +15,10 @@ cluster_plugstack none
 
 BYTES=$((32 * 1024 * 1024))
 
-test_expect_success 'srun -N1 -n2: 32 MiB allreduce, 64 MiB allgather and alltoall, right and bit-identical' '
+test_expect_success 'srun -N1 -n2: 32 MiB allreduce and reduce, 64 MiB allgather and alltoall, right and bit-identical' '
 	ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES
 '
-test_expect_success 'srun -N1 -n2: 2 MiB allreduce, 4 MiB allgather and alltoall (just past the thresholds)' '
+test_expect_success 'srun -N1 -n2: 2 MiB allreduce and reduce, 4 MiB allgather and alltoall (just past the thresholds)' '
 	ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $((2 * 1024 * 1024 + 3))
 '
 test_expect_success 'srun -N1 -n3 (one core short): right and bit-identical' '

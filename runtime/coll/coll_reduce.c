@@ -1,8 +1,9 @@
 /* runtime/coll/coll_reduce.c: reduce to a root by binomial tree (small), by
  * ring reduce-scatter then a gather of the blocks at the root (large),
  * hierarchically (reduce to each node's leader, reduce among leaders,
- * hand the result to the root if it is not its node's leader), or, large
- * across nodes of equal size, by the lanes allreduce. send is never
+ * hand the result to the root if it is not its node's leader), or by the
+ * allreduce of the same size where that is the lanes (large, across nodes
+ * of equal size) or the staged slots (large, in one node). send is never
  * written; recv is touched at the root only. */
 #include "coll/coll.h"
 
@@ -125,7 +126,8 @@ static int hier_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 	return rc;
 }
 
-/* A large reduce across nodes of equal size: the lanes allreduce (plan.c),
+/* A large reduce across nodes of equal size, or in one node: the lanes or
+ * the staged allreduce (plan.c),
  * into the root's buffer there and into a kept one elsewhere (a fresh
  * 16 MiB each call would be 4,096 page faults). Above REDUCE_KEEP_MAX a
  * non-root takes it for the call only, as the leaders' reduce takes its
@@ -175,7 +177,8 @@ int loom_coll_reduce(struct loom_comm *c, const void *s, void *r, size_t n, loom
 		return ring_reduce(c, s, r, n, dt, op, root, o);
 	}
 	case LOOM_ALG_HIER: return hier_reduce(c, s, r, n, dt, op, root, o);
-	case LOOM_ALG_LANES_RS: return allreduce_reduce(c, s, r, n, dt, op, root, o);
+	case LOOM_ALG_LANES_RS:
+	case LOOM_ALG_STAGED: return allreduce_reduce(c, s, r, n, dt, op, root, o);
 	case LOOM_ALG_TREE: return tree_reduce(c, s, r, n, dt, op, root, o);
 	default: return ring_reduce(c, s, r, n, dt, op, root, o);
 	}

@@ -33,7 +33,9 @@ int main(void)
 	is_int(loom_plan_allreduce(LOOM_TR_SHM, 4, 1, 4, LOOM_STAGED_REDUCE_BYTES, LOOM_STAGED_REDUCE_BYTES / 4), LOOM_ALG_STAGED, "LOOM_TRANSPORT=shm, at the staged size: staged");
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 8, 1, 8, LOOM_STAGED_REDUCE_BYTES, 7), LOOM_ALG_RD, "one node, fewer elements than ranks: never staged or direct");
 	is_int(loom_plan_allreduce(LOOM_TR_TCP, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_RING, "LOOM_TRANSPORT=tcp, 64 MiB: the ring, never shared memory");
-	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_DIRECT, "one node, 64 MiB reduce: direct reads (the root alone writes a result)");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, 64 << 20, 16 << 20), LOOM_ALG_STAGED, "one node, 64 MiB reduce: the staged allreduce, the root keeping the result");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_STAGED_REDUCE_BYTES, LOOM_STAGED_REDUCE_BYTES / 4), LOOM_ALG_STAGED, "one node, reduce at the staged size: the staged allreduce");
+	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_STAGED_REDUCE_BYTES - 4, LOOM_STAGED_REDUCE_BYTES / 4 - 1), LOOM_ALG_DIRECT, "one node, reduce just below the staged size: direct reads");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, 8 << 10, 2 << 10), LOOM_ALG_SLOTS, "one node, 8 KiB reduce: the peer's input in a slot to the root");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_SHM_SLOT_BYTES, LOOM_SHM_SLOT_BYTES / 4), LOOM_ALG_SLOTS, "one node, 2 ranks, a slot's worth: slots");
 	is_int(loom_plan_reduce(LOOM_TR_AUTO, 2, 1, 2, LOOM_SHM_SLOT_BYTES + 4, LOOM_SHM_SLOT_BYTES / 4 + 1), LOOM_ALG_DIRECT, "one node, 2 ranks, above a slot: direct reads");

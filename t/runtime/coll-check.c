@@ -501,7 +501,7 @@ static int mode_coll(size_t maxcount)
 	return checks_end();
 }
 
-/* allreduce of bytes or more a rank, allgather and alltoall of twice
+/* allreduce and reduce of bytes or more a rank, allgather and alltoall of twice
  * that (the staged path in one node): the element sizes, in and out of
  * place, blocks and chunks that do not divide evenly, and every rank's
  * allreduce result bit-identical */
@@ -516,6 +516,8 @@ static int mode_large(size_t bytes)
 	t_allreduce(LOOM_FLOAT64, LOOM_MAX, bytes / 8 + 3, 0);
 	t_allreduce(LOOM_INT8, LOOM_MIN, bytes + 1, 1);
 	t_allreduce(LOOM_BFLOAT16, LOOM_AVG, bytes / 4 + 9, 0);
+	t_reduce(LOOM_FLOAT32, LOOM_SUM, bytes / 4 + 11, 0, N - 1);
+	t_reduce(LOOM_INT32, LOOM_MAX, bytes / 4 + 3, 1, 0);
 	t_identical(bytes / 4 + 13, LOOM_FLOAT32);
 	return checks_end();
 }
