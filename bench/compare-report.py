@@ -240,6 +240,8 @@ def main():
     out = ["## loom vs Open MPI vs gloo", ""]
     if "host" in info:
         out.append("%s; float32, sum; %s." % (info["host"], info.get("sizes", "")))
+        if "tasks" in info:
+            out.append("Tasks %s." % info["tasks"])
         out.append("Times are the mean per call on the slowest rank (us); busbw as nccl-tests; "
                    "\"vs X\" is X's time over loom's (> 1: loom faster); loom/memcpy is loom's "
                    "busbw as a share of single-core memcpy in the same step.")

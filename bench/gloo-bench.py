@@ -168,6 +168,7 @@ def main():
         print(hdr + ", iters %d, warmup %d" % (a.iters, a.warmup))
         if os.environ.get("SLURM_STEP_TASKS_PER_NODE"):
             print("# tasks per node: %s" % os.environ["SLURM_STEP_TASKS_PER_NODE"])
+        print("# cpus rank 0 may run on: %d" % len(os.sched_getaffinity(0)))
         print("# busbw = algbw * %s" % ("2(n-1)/n" if a.coll == "allreduce" else
                                        "1" if rooted else "(n-1)/n"))
         print("#%11s %12s %9s %6s %5s %11s %11s %9s %9s %7s" % (

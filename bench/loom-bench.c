@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -587,6 +588,12 @@ int main(int argc, char **argv)
 		/* how srun placed the ranks: a "2 nodes" row means little without it */
 		if (getenv("SLURM_STEP_TASKS_PER_NODE"))
 			printf("# tasks per node: %s\n", getenv("SLURM_STEP_TASKS_PER_NODE"));
+		{
+			/* bound or not: ranks left to the scheduler can end up sharing a core */
+			cpu_set_t cs;
+			if (sched_getaffinity(0, sizeof cs, &cs) == 0)
+				printf("# cpus rank 0 may run on: %d\n", CPU_COUNT(&cs));
+		}
 		printf("# busbw = algbw * %s\n",
 		       o.coll == C_ALLREDUCE ? "2(n-1)/n" :
 		       is_rooted(o.coll) ? "1" : "(n-1)/n");

@@ -114,14 +114,25 @@ test_expect_success 'small sizes run -N iterations, large ones -n: every peer, e
 
 # regression: a run of one or two sizes printed no table at all (the
 # report drew only collectives with a curve to plot)
-test_expect_success 'a run of one size prints its table (and no plot panel)' '
-	timeout 600 "$C" -o allreduce -s 1x2 -b 8 -e 8 -N 20 --no-growth -r 1 \
+test_expect_success 'every peer ran bound one task to a core, and the report says so' '
+	grep -qx "# cpus rank 0 may run on: 1" "$TEST_TMP/c/raw/allreduce-1x2-loom-r1.txt" &&
+	grep -qx "# cpus rank 0 may run on: 1" "$TEST_TMP/c/raw/allreduce-2x8-loom-r1.txt" &&
+	if [ $have_gloo = 1 ]; then
+		grep -qx "# cpus rank 0 may run on: 1" "$TEST_TMP/c/raw/allreduce-2x4-gloo-r1.txt"
+	fi &&
+	grep -q "^Tasks bound one to a core, every peer alike (srun --loom-affinity=closest)\.$" "$TEST_TMP/c/report.md"
+'
+
+test_expect_success 'a run of one size prints its table (and no plot panel); --unbound leaves the tasks unbound' '
+	timeout 600 "$C" -o allreduce -s 1x2 -b 8 -e 8 -N 20 --no-growth -r 1 --unbound \
 		-B "$LOOM_BUILD_DIR" -O "$TEST_TMP/one" >"$TEST_TMP/one.out" 2>&1 || { cat "$TEST_TMP/one.out"; false; } &&
 	sed -n "/^### allreduce, 2 ranks, 1 node (best of 1)/,/^###/p" "$TEST_TMP/one.out" >"$TEST_TMP/t" &&
 	cat "$TEST_TMP/t" &&
 	test $(grep -Ec "$(rowre $have_mpi $have_gloo)" "$TEST_TMP/t") = 1 &&
 	grep -q "^| 8 B |" "$TEST_TMP/t" &&
-	! grep -q "^Plot:" "$TEST_TMP/one.out"
+	! grep -q "^Plot:" "$TEST_TMP/one.out" &&
+	grep -qx "# cpus rank 0 may run on: $(nproc)" "$TEST_TMP/one/raw/allreduce-1x2-loom-r1.txt" &&
+	grep -q "^Tasks not bound (--unbound): placed by the scheduler\.$" "$TEST_TMP/one.out"
 '
 
 test_expect_success 'bad arguments are refused with a message' '
