@@ -114,13 +114,15 @@ test_expect_success 'small sizes run -N iterations, large ones -n: every peer, e
 
 # regression: a run of one or two sizes printed no table at all (the
 # report drew only collectives with a curve to plot)
-test_expect_success 'every peer ran bound one task to a core, and the report says so' '
+test_expect_success 'in a node every peer ran bound one task to a core, across nodes unbound; the report says so' '
 	grep -qx "# cpus rank 0 may run on: 1" "$TEST_TMP/c/raw/allreduce-1x2-loom-r1.txt" &&
-	grep -qx "# cpus rank 0 may run on: 1" "$TEST_TMP/c/raw/allreduce-2x8-loom-r1.txt" &&
+	grep -qx "# cpus rank 0 may run on: $(nproc)" "$TEST_TMP/c/raw/allreduce-2x8-loom-r1.txt" &&
+	grep -qx "# cpus rank 0 may run on: $(nproc)" "$TEST_TMP/c/raw/allreduce-2x4-loom-r1.txt" &&
 	if [ $have_gloo = 1 ]; then
-		grep -qx "# cpus rank 0 may run on: 1" "$TEST_TMP/c/raw/allreduce-2x4-gloo-r1.txt"
+		grep -qx "# cpus rank 0 may run on: 1" "$TEST_TMP/c/raw/allreduce-1x2-gloo-r1.txt" &&
+		grep -qx "# cpus rank 0 may run on: $(nproc)" "$TEST_TMP/c/raw/allreduce-2x4-gloo-r1.txt"
 	fi &&
-	grep -q "^Tasks bound one to a core, every peer alike (srun --loom-affinity=closest)\.$" "$TEST_TMP/c/report.md"
+	grep -q "^Tasks in a node bound one to a core, every peer alike (srun --loom-affinity=closest); across the two nodes" "$TEST_TMP/c/report.md"
 '
 
 test_expect_success 'a run of one size prints its table (and no plot panel); --unbound leaves the tasks unbound' '
