@@ -178,12 +178,16 @@ def main():
         sys.stdout.flush()
     bw_sum, rows = 0.0, 0
     tmax = torch.zeros(2, dtype=torch.float64)
+    first = True
     for nbytes in sizes(a):
         count, ns, nr, sbytes, total = shape_of(a.coll, nbytes, esize, n)
         if count == 0 and a.coll in ("allgather", "reduce_scatter", "alltoall"):
             continue    # fewer elements than ranks: gloo dies of SIGFPE on empty blocks
-        for _ in range(a.warmup):
+        # the first size ten times the warm-up, as loom-bench does for
+        # every peer: the first row otherwise paid the cold start
+        for _ in range(a.warmup * (10 if first else 1)):
             one(count, ns, nr)
+        first = False
         dist.barrier()
         # the mean with no clock inside the loop, then the best of a few
         # calls timed one by one (as loom-bench does)
