@@ -39,18 +39,21 @@
  *    kernel, and a streaming store saves the read of each line it
  *    overwrites, which the kernel's copies into a peer's buffer cannot.
  *    2 ranks, interleaved, 3-4 runs each (2026-12-05): allreduce 256 KiB
- *    22-23 against 26-36 us by direct reads, 512 KiB 39-42 against 52-64,
- *    1 MiB 74-76 against 113-188, 4 MiB 0.30 against 0.48 ms, 16 MiB
- *    1.6-2.0 against 3.1-3.9 ms; 128 KiB level (15-17 us both), and 64
- *    KiB level or direct reads ahead (11-12 against 9-13). Allgather 8 MiB 0.39-0.48
+ *    22-23 against 26-36 us by direct reads in one session, level in
+ *    another (26-31 us both), 512 KiB 39-42 against 52-64, 1 MiB 74-76
+ *    against 106-188, 4 MiB 0.30 against 0.48 ms, 16 MiB 1.6-2.0 against
+ *    3.1-3.9 ms; 128 KiB level (15-17 us both), 64 KiB level or direct
+ *    reads ahead (11-12 against 9-13 us). Allgather 8 MiB 0.39-0.48
  *    against 0.53-1.25 ms, 16 MiB 0.79-1.23 against 1.77-2.38; alltoall
  *    8 MiB 0.46-0.71 against 0.54-1.10, 16 MiB 1.06-1.41 against
  *    2.13-2.47; at 4 MiB both level. Cached stores instead of streaming
  *    ones were slower from 4 MiB (16 MiB allreduce 2.4-2.7 against
- *    1.8-1.9 ms) and level below. An earlier tuning (stop 30) had found
- *    direct reads ahead up to 32 MiB (16 MiB allreduce 2.6-3.3 against
- *    3.2-4.2 ms) and set 32 and 64 MiB; the same comparison now goes the
- *    other way at every size from 256 KiB, on the same host.
+ *    1.8-1.9 ms) and level below. When the staged path came in (4ef446f,
+ *    64bc770) direct reads measured ahead up to 32 MiB (16 MiB allreduce
+ *    2.6-3.3 against 3.2-4.2 ms), so it began at 32 and 64 MiB; the same
+ *    comparison now goes the other way at every size from 512 KiB, on
+ *    the same host. Two ranks of a node on one core slow the slots, a
+ *    hand-off every 64 KiB, far more than direct reads (bench/README.md).
  *    A reduce from the same size runs that allreduce, the root keeping
  *    the result and the others writing theirs to a buffer kept per
  *    communicator, as across nodes: every rank reduces a block where
