@@ -1,13 +1,13 @@
 #!/bin/sh
-# An allreduce or reduce of 256 KiB or more a rank inside one node, and an allgather
-# or alltoall of 4 MiB or more of result, go through the shared-memory
-# ring slots chunk by chunk, the results written with streaming stores
-# (runtime/coll/coll_staged.c; the plan unit test checks that these sizes
-# take it). Element sizes, in place and out of place, blocks and chunks
-# that do not divide evenly, 2 and 3 ranks (3: each reduced chunk also
-# copied to a second peer), just above the thresholds and far above,
-# allreduce bit-identical everywhere; and it does not need the peers'
-# memory readable (LOOM_DIRECT_READS=0).
+# An allreduce or reduce of 256 KiB or more a rank inside one node, and
+# an allgather or alltoall of 4 MiB or more of result, go through the
+# shared-memory ring slots chunk by chunk, the results written with
+# streaming stores (runtime/coll/coll_staged.c; the plan unit test checks
+# that these sizes take it). Element sizes, in place and out of place,
+# blocks and chunks that do not divide evenly, 2 and 3 ranks (3: each
+# reduced chunk also copied to a second peer), just above the thresholds
+# and far above, allreduce bit-identical everywhere; and it does not need
+# the peers' memory readable (LOOM_DIRECT_READS=0).
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 . "$LOOM_SRC_DIR/t/runtime/lib.sh"
 test_need_cluster

@@ -112,8 +112,6 @@ test_expect_success 'small sizes run -N iterations, large ones -n: every peer, e
 	done
 '
 
-# regression: a run of one or two sizes printed no table at all (the
-# report drew only collectives with a curve to plot)
 test_expect_success 'in a node every peer ran bound one task to a core, across nodes unbound; the report says so' '
 	grep -qx "# cpus rank 0 may run on: 1" "$TEST_TMP/c/raw/allreduce-1x2-loom-r1.txt" &&
 	grep -qx "# cpus rank 0 may run on: $(nproc)" "$TEST_TMP/c/raw/allreduce-2x8-loom-r1.txt" &&
@@ -125,6 +123,8 @@ test_expect_success 'in a node every peer ran bound one task to a core, across n
 	grep -q "^Tasks in a node bound one to a core, every peer alike (srun --loom-affinity=closest); across the two nodes" "$TEST_TMP/c/report.md"
 '
 
+# regression: a run of one or two sizes printed no table at all (the
+# report drew only collectives with a curve to plot)
 test_expect_success 'a run of one size prints its table (and no plot panel); --unbound leaves the tasks unbound' '
 	timeout 600 "$C" -o allreduce -s 1x2 -b 8 -e 8 -N 20 --no-growth -r 1 --unbound \
 		-B "$LOOM_BUILD_DIR" -O "$TEST_TMP/one" >"$TEST_TMP/one.out" 2>&1 || { cat "$TEST_TMP/one.out"; false; } &&

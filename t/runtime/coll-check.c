@@ -501,8 +501,8 @@ static int mode_coll(size_t maxcount)
 	return checks_end();
 }
 
-/* allreduce and reduce of bytes or more a rank, allgather and alltoall of twice
- * that (the staged path in one node): the element sizes, in and out of
+/* allreduce and reduce of bytes or more a rank, allgather and alltoall
+ * of twice that (the staged path in one node): the element sizes, in and out of
  * place, blocks and chunks that do not divide evenly, and every rank's
  * allreduce result bit-identical */
 static int mode_large(size_t bytes)
