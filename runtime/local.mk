@@ -29,7 +29,8 @@ pkgconfig_DATA += runtime/loom.pc
 EXTRA_DIST += runtime/README.md
 runtime_libloom_la_SOURCES =
 runtime_libloom_la_LIBADD = runtime/libloom_core.la
-runtime_libloom_la_LDFLAGS = -version-info 0:0:0 -pthread -export-symbols runtime/loom.sym
+runtime_libloom_la_LDFLAGS = -version-info 0:0:0 -pthread -export-symbols runtime/loom.sym \
+	$(LOOM_SYMBOLIC_LDFLAGS)
 EXTRA_runtime_libloom_la_DEPENDENCIES = runtime/loom.sym
 # the exported names: every function loom.h declares
 runtime/loom.sym: $(srcdir)/runtime/loom.h

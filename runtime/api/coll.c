@@ -67,7 +67,7 @@ static inline struct loom_flight_slot *flight_of(struct loom_comm *c)
 }
 
 /* One collective: req NULL for the blocking form. */
-static int issue(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req,
+static int issue(struct loom_comm *c, struct loom_opdesc *d, loom_request_t **req,
 		 int nonblocking)
 {
 	struct loom_flight_slot *fs;
@@ -80,6 +80,8 @@ static int issue(struct loom_comm *c, const struct loom_opdesc *d, loom_request_
 	t0 = loom_op_clock(fs != NULL);
 	if (fs)
 		seq = loom_flight_post(fs, d->kind, d->count, d->dt, d->op, d->root, t0);
+	/* the operation's start, for its deadline: one clock read less */
+	d->called = nonblocking ? 0 : t0;
 	rc = c->be->coll(c, d, req);
 	return counted(c, metric_of[d->kind], metric_bytes(c, d), t0, seq, rc, req, nonblocking);
 }
@@ -105,7 +107,7 @@ static int p2p(struct loom_comm *c, int is_send, void *buf, size_t n, loom_dtype
 }
 
 #define DESC(kind, s, r, n, dt, op, root) \
-	(&(const struct loom_opdesc){ (kind), (s), (r), (n), (dt), (op), (root) })
+	(&(struct loom_opdesc){ (kind), (s), (r), (n), (dt), (op), (root), 0 })
 
 int loom_allreduce(const void *s, void *r, size_t n, loom_dtype_t dt, loom_op_t op, loom_comm_t *c)
 {

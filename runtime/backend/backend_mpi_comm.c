@@ -157,7 +157,7 @@ static int split_named(struct loom_comm *c, int color, int key, struct loom_comm
 	memset(&me, 0, sizeof me);
 	me.color = color;
 	me.key = key;
-	struct loom_opdesc d = { LOOM_OP_ALLGATHER, &me, all, sizeof me, LOOM_INT8, LOOM_SUM, 0 };
+	struct loom_opdesc d = { LOOM_OP_ALLGATHER, &me, all, sizeof me, LOOM_INT8, LOOM_SUM, 0, 0 };
 	rc = loom_mpi_backend.coll(c, &d, NULL);
 	free(all);
 	if (rc)

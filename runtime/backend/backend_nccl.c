@@ -537,7 +537,7 @@ static int nccl_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, l
 static int all_ok(struct loom_comm *nat, int mine)
 {
 	int32_t a = mine ? 1 : 0, m = 0;
-	struct loom_opdesc d = { LOOM_OP_ALLREDUCE, &a, &m, 1, LOOM_INT32, LOOM_MIN, 0 };
+	struct loom_opdesc d = { LOOM_OP_ALLREDUCE, &a, &m, 1, LOOM_INT32, LOOM_MIN, 0, 0 };
 	if (nat->be->coll(nat, &d, NULL))
 		return 0;
 	return m == 1;
@@ -605,7 +605,7 @@ static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int 
 			rc = rc ? rc : LOOM_ERR_SYSTEM;
 			goto fail;
 		}
-		struct loom_opdesc bd = { LOOM_OP_BCAST, &id, &id, sizeof id, LOOM_INT8, LOOM_SUM, 0 };
+		struct loom_opdesc bd = { LOOM_OP_BCAST, &id, &id, sizeof id, LOOM_INT8, LOOM_SUM, 0, 0 };
 		rc = nat->be->coll(nat, &bd, NULL);
 		if (rc)
 			goto fail;

@@ -230,7 +230,7 @@ int loom_native_finalize(loom_comm_t *world)
 	if (w->size > 1 && !atomic_load(&world->failed)) {
 		double t = world->timeout;
 		world->timeout = t < 30 ? t : 30;
-		struct loom_opdesc bar = { LOOM_OP_BARRIER, NULL, NULL, 0, LOOM_INT8, LOOM_SUM, 0 };
+		struct loom_opdesc bar = { LOOM_OP_BARRIER, NULL, NULL, 0, LOOM_INT8, LOOM_SUM, 0, 0 };
 		if (loom_native_coll(world, &bar, NULL) != LOOM_SUCCESS)
 			LOOM_INFO("finalize: the closing barrier failed; closing anyway");
 		world->timeout = t;

@@ -38,6 +38,7 @@ struct loom_opdesc {
 	loom_dtype_t dt;
 	loom_op_t op;
 	int root;
+	double called;  /* when the blocking call began (loom_op_clock); 0: read it when run */
 };
 /* ---- the backend interface: native, mpi and nccl are instances of it ----
  * The public layer (coll.c, progress.c, comm.c, init.c) checks the

@@ -38,7 +38,7 @@ static int split_named(loom_comm_t *c, int color, int key, loom_comm_t **out, co
 		free(all); free(mem); free(wr);
 		return LOOM_ERR_NOMEM;
 	}
-	struct loom_opdesc d = { LOOM_OP_ALLGATHER, &mine, all, 2, LOOM_INT32, LOOM_SUM, 0 };
+	struct loom_opdesc d = { LOOM_OP_ALLGATHER, &mine, all, 2, LOOM_INT32, LOOM_SUM, 0, 0 };
 	rc = loom_native_coll(c, &d, NULL);
 	c->nsplit++;
 	if (rc == LOOM_SUCCESS && color != LOOM_UNDEFINED) {

@@ -36,8 +36,10 @@ int loom_op_validate(const struct loom_comm *c, const struct loom_opdesc *d)
 	if ((d->kind == LOOM_OP_BCAST || d->kind == LOOM_OP_REDUCE) &&
 	    (d->root < 0 || d->root >= c->size))
 		return LOOM_ERR_INVALID;
-	es = loom_dtype_size(d->dt);
-	if (d->count > ((size_t)-1 / 2) / es / (size_t)c->size)
+	/* the whole buffer (count x size x ranks) below half the address
+	 * space; a product, not two divisions: a small call's cost */
+	es = loom_dtype_size(d->dt) * (size_t)c->size;
+	if (__builtin_mul_overflow(d->count, es, &es) || es > (size_t)-1 / 2)
 		return LOOM_ERR_INVALID;
 	if (d->count == 0)
 		return LOOM_SUCCESS;
@@ -170,7 +172,7 @@ int loom_op_run(struct loom_comm *c, const struct loom_opdesc *d)
 		return rc;
 	o.name = loom_opdesc_name(d->kind);
 	o.seq = loom_op_enter(c);
-	o.started = loom_now_coarse();
+	o.started = d->called > 0 ? d->called : loom_now_coarse();
 	o.deadline = o.started + c->timeout;
 	o.top = c;
 	o.topseq = o.seq;

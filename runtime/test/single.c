@@ -96,6 +96,13 @@ int main(void)
 		is_int(loom_allreduce(&x, &y, 1, LOOM_INT32, LOOM_SUM, NULL), LOOM_ERR_INVALID,
 		       "NULL comm refused");
 		is_int(loom_broadcast(&x, &y, 1, LOOM_INT32, 1, w), LOOM_ERR_INVALID, "root out of range refused");
+		/* counts whose bytes pass half the address space, or wrap it */
+		is_int(loom_allreduce(&x, &y, SIZE_MAX / 8 + 1, LOOM_INT32, LOOM_SUM, w),
+		       LOOM_ERR_INVALID, "a count of more than SIZE_MAX/2 bytes refused");
+		is_int(loom_allreduce(&x, &y, SIZE_MAX / 2, LOOM_INT64, LOOM_SUM, w), LOOM_ERR_INVALID,
+		       "a count whose bytes wrap size_t refused");
+		is_int(loom_broadcast(&x, &y, SIZE_MAX, LOOM_INT8, 0, w), LOOM_ERR_INVALID,
+		       "a count of SIZE_MAX bytes refused");
 		is_int(loom_barrier(w), 0, "barrier");
 		is_int(loom_send(&x, 1, LOOM_INT32, 0, w), 0, "send to self");
 		is_int(loom_recv(&y, 1, LOOM_INT32, 0, w), 0, "recv from self");
