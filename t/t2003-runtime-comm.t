@@ -37,6 +37,25 @@ test_expect_success 'srun -N1 -n2 (shm): a broadcast still arrives after its roo
 	LOOM_TRANSPORT=shm ranks_pass 2 "early-free checks passed" env_srun -N1 -n2 -- $COLL early-free $d &&
 	test "$(ls $d)" = freed.0
 '
+# ranks that only post (a reduce's other ranks, a broadcast's root) run
+# hundreds of operations ahead of their readers, through full fast-box
+# rings: they wait for room, never overwrite a box still to be read
+test_expect_success 'srun -N1 -n2: reduces and broadcasts with the posters far ahead, every result right' '
+	d=$(marker_dir) &&
+	ranks_pass 2 "runahead checks passed (400 reduces, 400 broadcasts)" env_srun -N1 -n2 -- $COLL runahead $d &&
+	test "$(ls $d | tr "\n" " ")" = "bcast-ahead.1 reduce-ahead.1 "
+'
+# the same with both ranks on one CPU: each waits asleep for the other
+# at times, and a poster must see the room its reader made while it slept
+test_expect_success 'srun -N1 -n2, both ranks on one CPU: the posters far ahead, every result right' '
+	d=$(marker_dir) &&
+	LOOM_TIMEOUT=60 ranks_pass 2 "runahead checks passed (400 reduces, 400 broadcasts)" \
+		env_srun -N1 -n2 -- taskset -c 0 $COLL runahead $d
+'
+# the same 800 operations back to back across nodes (the node parts)
+test_expect_success 'srun -N2 -n4: 400 reduces and 400 broadcasts back to back, every result right' '
+	ranks_pass 4 "runahead checks passed (400 reduces, 400 broadcasts)" env_srun -N2 -n4 -- $COLL runahead -
+'
 for tr in auto tcp; do
 	test_expect_success "srun -N2 -n4 ($tr): two threads, one communicator each, at the same time" "
 		LOOM_TRANSPORT=$tr ranks_pass 4 'threads checks passed' env_srun -N2 -n4 -- \$COLL threads

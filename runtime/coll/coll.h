@@ -35,6 +35,10 @@ int loom_x_wait(struct loom_xctx *x, int handle);  /* -1: all */
 /* wait until ready(arg), a change local rank peer makes in shared memory,
  * with the deadline and liveness checks of loom_x_wait */
 int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *arg);
+/* the same for room that peer frees (a box it is done with) while this
+ * rank still has work queued ahead of it: looks every LOOM_SPACE_POLL
+ * spins only, so that the peer's stores find their line at home */
+int loom_x_wait_shm_space(struct loom_xctx *x, int peer, int (*ready)(void *), void *arg);
 int loom_x_end(struct loom_xctx *x);               /* waits for all, frees; returns status */
 void loom_x_abandon(struct loom_xctx *x);          /* cancel whatever is left */
 /* the communicator's failure (its own, or its parent's), 0 if none */

@@ -63,7 +63,7 @@ static int fb_post(struct fb *f, const void *data)
 			if (i == c->rank)
 				continue;
 			f->lidx = loom_comm_local_idx(c, i);
-			if ((rc = loom_x_wait_shm(&f->x, i, writable, f)))
+			if ((rc = loom_x_wait_shm_space(&f->x, i, writable, f)))
 				return rc;
 		}
 	if (f->len)

@@ -17,6 +17,11 @@
  *                               never receives (LOOM_UNEXPECTED_MAX test)
  *   coll-check threads          two threads, one communicator each, at once
  *   coll-check abort R DIR      rank R aborts the world while the others wait
+ *   coll-check runahead DIR     (one node) the ranks that only post
+ *                               (reduce: the others; broadcast: the
+ *                               root) run far ahead of the rest, through
+ *                               full fast-box rings; every result
+ *                               checked (DIR "-": no head start)
  *   coll-check early-free DIR   (one node) rank 0 broadcasts through the
  *                               shared-memory rings and frees the
  *                               communicator before the others call the
@@ -83,17 +88,23 @@ static int marker_count(const char *dir, const char *tag, int skip)
 	return n;
 }
 
-/* wait, without any loom call, until every rank but SKIP left DIR/TAG.*,
+/* wait, without any loom call, until WANT ranks but SKIP left DIR/TAG.*,
  * or LOOM_T_MARKER_LIMIT s passed; the number of those ranks seen */
-static int marker_wait(const char *dir, const char *tag, int skip)
+static int marker_wait_for(const char *dir, const char *tag, int skip, int want)
 {
 	const char *e = getenv("LOOM_T_MARKER_LIMIT");
 	double limit = e && *e ? atof(e) : 120, t0 = now();
 	struct timespec ts = { 0, 5000000 };
-	int want = N - (skip >= 0 && skip < N), n;
+	int n;
 	while ((n = marker_count(dir, tag, skip)) < want && now() - t0 < limit)
 		nanosleep(&ts, NULL);
 	return n;
+}
+
+/* ... until every rank but SKIP left it */
+static int marker_wait(const char *dir, const char *tag, int skip)
+{
+	return marker_wait_for(dir, tag, skip, N - (skip >= 0 && skip < N));
 }
 
 static const char *marker_arg(int argc, char **argv, int i)
@@ -666,6 +677,66 @@ static int mode_overlap(const char *dir)
 	return failures != 0;
 }
 
+/* Posters ahead of readers: a reduce's other ranks, then a broadcast's
+ * root, post OPS operations of 1, 16 and 300 int32 (a small entry, a
+ * box, a box's whole size) while the ranks that read them have not begun
+ * (they wait for the posters' marker after AHEAD operations, past which
+ * the posters fill their rings and wait for room). In one node only:
+ * across nodes a poster may wait for its reader's node (the tree's TCP
+ * hops), so DIR "-" runs the same operations without the markers. Every
+ * operation's result is checked: a box reused before its reader was
+ * done with it, or read twice, changes one. */
+static int mode_runahead(const char *dir)
+{
+	enum { OPS = 400, AHEAD = 12 };
+	static const size_t cnt[3] = { 1, 16, 300 };
+	int32_t s[300], r[300];
+	int k, phase, bad = 0, marks = strcmp(dir, "-") != 0;
+	for (phase = 0; phase < 2; phase++) {
+		int root = phase == 0 ? 0 : N - 1;
+		int poster = phase == 0 ? R != root : R == root;
+		const char *tag = phase == 0 ? "reduce-ahead" : "bcast-ahead";
+		if (!poster && marks)  /* readers start once the posters are AHEAD on */
+			expect(phase == 0 ? marker_wait(dir, tag, root) == N - 1
+					  : marker_wait_for(dir, tag, -1, 1) == 1,
+			       "the posters' markers");
+		for (k = 0; k < OPS && !bad; k++) {
+			size_t n = cnt[k % 3], i;
+			int rc, p;
+			if (poster && marks && k == AHEAD)
+				marker_put(dir, tag);
+			for (i = 0; i < n; i++)
+				s[i] = (int32_t)((size_t)R * 1000 + (size_t)k * 7 + i);
+			if (phase == 0) {
+				rc = loom_reduce(s, r, n, LOOM_INT32, LOOM_SUM, root, W);
+				for (i = 0; i < n && !rc && R == root; i++) {
+					int64_t want = 0;
+					for (p = 0; p < N; p++)
+						want += (int64_t)p * 1000 + k * 7 + (int64_t)i;
+					if (r[i] != want)
+						bad = 1;
+				}
+			} else {
+				memcpy(r, s, n * sizeof *s);
+				rc = loom_broadcast(r, r, n, LOOM_INT32, root, W);
+				for (i = 0; i < n && !rc; i++)
+					if (r[i] != (int32_t)((size_t)root * 1000 + (size_t)k * 7 + i))
+						bad = 1;
+			}
+			if (rc || bad) {
+				fprintf(stderr, "rank %d: FAIL %s %d of %d ops ahead (%zu int32): status %d (%s)%s\n",
+					R, phase == 0 ? "reduce" : "broadcast", k, OPS, n, rc,
+					loom_strerror(rc), bad ? ", wrong result" : "");
+				failures++;
+				bad = 1;
+			}
+		}
+	}
+	if (!failures)
+		printf("rank %d: runahead checks passed (%d reduces, %d broadcasts)\n", R, OPS, OPS);
+	return failures != 0;
+}
+
 struct th { loom_comm_t *c; int bad, id; };
 
 /* A root's sends go into the rings at once and it may free the
@@ -774,6 +845,8 @@ int main(int argc, char **argv)
 		code = mode_threads();
 	else if (!strcmp(mode, "overlap"))
 		code = mode_overlap(marker_arg(argc, argv, 2));
+	else if (!strcmp(mode, "runahead"))
+		code = mode_runahead(marker_arg(argc, argv, 2));
 	else if (!strcmp(mode, "early-free"))
 		code = mode_early_free(marker_arg(argc, argv, 2));
 	else if (!strcmp(mode, "skip")) {
