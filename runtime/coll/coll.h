@@ -39,6 +39,12 @@ int loom_x_wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
  * rank still has work queued ahead of it: looks every LOOM_SPACE_POLL
  * spins only, so that the peer's stores find their line at home */
 int loom_x_wait_shm_space(struct loom_xctx *x, int peer, int (*ready)(void *), void *arg);
+/* how long this communicator's waiters yield before they sleep, and the
+ * record that decides it: after LOOM_SLEEPY_RUN waits in a row that
+ * ended asleep, none (xfer.c says why) */
+#define LOOM_SLEEPY_RUN 4
+double loom_x_yield_window(const struct loom_comm *c);
+void loom_x_wait_ended(struct loom_comm *c, int slept);
 int loom_x_end(struct loom_xctx *x);               /* waits for all, frees; returns status */
 void loom_x_abandon(struct loom_xctx *x);          /* cancel whatever is left */
 /* the communicator's failure (its own, or its parent's), 0 if none */

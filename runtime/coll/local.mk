@@ -9,3 +9,7 @@ check_PROGRAMS += runtime/test/plan
 runtime_test_plan_SOURCES = runtime/test/plan.c
 runtime_test_plan_LDADD = runtime/libloom_core.la
 TESTS += runtime/test/plan
+check_PROGRAMS += runtime/test/backoff
+runtime_test_backoff_SOURCES = runtime/test/backoff.c
+runtime_test_backoff_LDADD = runtime/libloom_core.la
+TESTS += runtime/test/backoff

@@ -362,13 +362,33 @@ static int tcp_bulk(const struct loom_xctx *x)
 	return tcp_left(x, &shm, &peer) >= 64 * 1024 && !shm;
 }
 
+/* How long a waiter yields before it sleeps. sched_yield() gives the
+ * core to a task queued on it only now and then (CFS), so where ranks
+ * outnumber cores a waiter can hold the core from the very rank it waits
+ * for until it sleeps: then every wait lasts the whole window. 4 ranks
+ * on 2 nodes of one 2-core host, 2000 8-byte broadcasts: 3 runs in 75
+ * took 84-228 us a call instead of 3-14 (with a 50 us window, 6 took
+ * 59-109). So after LOOM_SLEEPY_RUN waits in a row that each ended asleep, a
+ * communicator's waiters sleep right after the spin, until one wait
+ * ends while still spinning or yielding. */
+double loom_x_yield_window(const struct loom_comm *c)
+{
+	return c->sleepy >= LOOM_SLEEPY_RUN ? 0 : LOOM_YIELD_S;
+}
+
+void loom_x_wait_ended(struct loom_comm *c, int slept)
+{
+	c->sleepy = slept ? c->sleepy + (c->sleepy < LOOM_SLEEPY_RUN) : 0;
+}
+
 int loom_x_wait(struct loom_xctx *x, int handle)
 {
 	struct loom_comm *c = x->c;
 	struct loom_bell *bell = loom_comm_bell(c);
 	struct loom_backoff b;
 	double next_check = loom_now() + 0.2;
-	loom_backoff_reset(&b);
+	int slept = 0;  /* slept because the yield window ran out */
+	loom_backoff_init(&b, loom_x_yield_window(c));
 	for (;;) {
 		uint32_t seen = atomic_load(&bell->seq);
 		int moved = progress(x), i, all = 1, f;
@@ -386,8 +406,10 @@ int loom_x_wait(struct loom_xctx *x, int handle)
 			for (i = 0; i < x->n; i++)
 				if (!x->x[i]->done)
 					all = 0;
-		if (all)
+		if (all) {
+			loom_x_wait_ended(c, slept);
 			return LOOM_SUCCESS;
+		}
 		if ((f = loom_x_comm_failed(c))) {
 			x->status = f;
 			return f;
@@ -397,8 +419,10 @@ int loom_x_wait(struct loom_xctx *x, int handle)
 			continue;
 		}
 		pull_small(x);
-		if (!loom_backoff_step(&b) && !(b.n >= LOOM_YIELD_FROM && tcp_bulk(x)))
-			continue;
+		if (loom_backoff_step(&b))
+			slept = 1;
+		else if (!(b.n >= LOOM_YIELD_FROM && tcp_bulk(x)))
+			continue;  /* TCP bulk sleeps by design: not counted */
 		now = loom_now();
 		if (wait_checks(x, now, &next_check, -1, NULL, NULL))
 			return x->status;
@@ -423,8 +447,8 @@ static int wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 	struct loom_comm *c = x->c;
 	struct loom_backoff b;
 	double next_check = 0;
-	int f, lidx = loom_comm_local_idx(c, peer), dozing = 0, rc = LOOM_SUCCESS;
-	loom_backoff_reset(&b);
+	int f, lidx = loom_comm_local_idx(c, peer), dozing = 0, slept = 0, rc = LOOM_SUCCESS;
+	loom_backoff_init(&b, loom_x_yield_window(c));
 	for (;;) {
 		double now, nap;
 		/* lazy: while spinning, every LOOM_SPACE_POLL-th pass only.
@@ -449,7 +473,11 @@ static int wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 			sched_yield();
 			continue;
 		}
-		if (!(b.n > 64 && loom_shm_peer_asleep(c, lidx)) && !loom_backoff_step(&b))
+		if (b.n > 64 && loom_shm_peer_asleep(c, lidx))
+			;  /* the peer sleeps: nothing comes before it is woken */
+		else if (loom_backoff_step(&b))
+			slept = 1;
+		else
 			continue;
 		now = loom_now();
 		if (next_check == 0)
@@ -469,6 +497,8 @@ static int wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 	}
 	if (dozing)
 		loom_shm_doze(c, 0);
+	if (!rc)
+		loom_x_wait_ended(c, slept);
 	return rc;
 }
 

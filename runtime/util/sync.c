@@ -116,7 +116,7 @@ int loom_backoff_step(struct loom_backoff *b)
 		b->n = LOOM_YIELD_FROM;
 	}
 	t = loom_now() - b->t0;
-	if (t >= LOOM_YIELD_S)
+	if (t >= b->yield_s)
 		return 1;
 	sched_yield();
 	return 0;

@@ -63,17 +63,24 @@ void loom_bell_wait(struct loom_bell *b, uint32_t seen, double timeout_s);
 
 /* How a waiter that saw nothing move spends the next moment (sync.c):
  * pause-spin for the first LOOM_SPIN_S, then sched_yield() (a peer that
- * shares this core gets it) until LOOM_YIELD_S, then sleep. Start with
- * loom_backoff_reset after any progress; loom_backoff_step returns 1
- * when the caller should sleep on its bell now. */
+ * shares this core gets it) until yield_s, then sleep. Start with
+ * loom_backoff_init, loom_backoff_reset after any progress;
+ * loom_backoff_step returns 1 when the caller should sleep on its bell
+ * now. */
 #define LOOM_SPIN_S 20e-6
 #define LOOM_YIELD_S 200e-6
 #define LOOM_YIELD_FROM (1u << 30)  /* n from which it yields */
 struct loom_backoff {
 	unsigned n;
 	double t0;
+	double yield_s;  /* sleep from then on (LOOM_YIELD_S unless the caller says less) */
 };
 static inline void loom_backoff_reset(struct loom_backoff *b) { b->n = 0; }
+static inline void loom_backoff_init(struct loom_backoff *b, double yield_s)
+{
+	b->n = 0;
+	b->yield_s = yield_s;
+}
 int loom_backoff_step(struct loom_backoff *b);
 
 /* ---- reduce_ops.c ---- */
