@@ -367,7 +367,7 @@ static int tcp_bulk(const struct loom_xctx *x)
  * outnumber cores a waiter can hold the core from the very rank it waits
  * for until it sleeps: then every wait lasts the whole window. 4 ranks
  * on 2 nodes of one 2-core host, 2000 8-byte broadcasts: 3 runs in 75
- * took 84-228 us a call instead of 3-14 (with a 50 us window, 6 took
+ * took 84-228 us a call instead of 3-27 (with a 50 us window, 6 took
  * 59-109). So after LOOM_SLEEPY_RUN waits in a row that each ended asleep, a
  * communicator's waiters sleep right after the spin, until one wait
  * ends while still spinning or yielding. */
