@@ -17,7 +17,7 @@ local_run() {
 	for r in $(seq 0 $((n - 1))); do
 		LOOM_JOB_SECRET=$secret RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
 			SLURMD_NODENAME=node$((r % ${NODES:-1})) \
-			timeout -k 10 "${LOOM_T2_SRUN_TIMEOUT:-180}" "$@" &
+			timeout -k 10 "$T2_SRUN_TIMEOUT" "$@" &
 		pids="$pids $!"
 	done
 	for p in $pids; do wait $p || rc=1; done

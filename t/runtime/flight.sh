@@ -21,7 +21,7 @@ start_step() {
 	local name=$1 mode=$2 who=$3 d=$4 f=$5
 	if [ -n "$FLIGHT_MPI" ]; then
 		LOOM_FLIGHT_DIR=$f LOOM_TIMEOUT=${LOOM_TIMEOUT:-600} \
-			mpi_srun "${LOOM_T2_SRUN_TIMEOUT:-180}" --mpi=pmix -N2 -n4 -J "$name" "$FH" "$mode" "$who" "$d" \
+			mpi_srun "$T2_SRUN_TIMEOUT" --mpi=pmix -N2 -n4 -J "$name" "$FH" "$mode" "$who" "$d" \
 			>"$TEST_TMP/o.$name" 2>&1 &
 	else
 		LOOM_FLIGHT_DIR=$f LOOM_TIMEOUT=${LOOM_TIMEOUT:-600} \

@@ -1,8 +1,9 @@
 # t/runtime/lib.sh: helpers for the runtime's cluster tests (t/t2*.t).
 #   COLL               the multi-rank test program
 #   free_port          a TCP port nobody listens on
-#   t_srun ARGS...     srun that gives up after LOOM_T2_SRUN_TIMEOUT s (180):
-#                      a cluster that died must fail the test, not hang it
+#   t_srun ARGS...     srun that gives up after T2_SRUN_TIMEOUT s
+#                      (LOOM_T2_SRUN_TIMEOUT, 180): a cluster that died
+#                      must fail the test, not hang it
 #   env_srun ARGS -- PROG ARGS...
 #                      srun with the torch variables set by hand (RANK,
 #                      WORLD_SIZE, MASTER_ADDR=first node, MASTER_PORT free),
@@ -20,12 +21,13 @@
 #                      ranks' marker files (LOOM_T_MARKERS of coll-check)
 COLL=$LOOM_BUILD_DIR/t/runtime/coll-check
 export COLL
+T2_SRUN_TIMEOUT=${LOOM_T2_SRUN_TIMEOUT:-180}
 
 # loom_rand lives in cluster.sh; t2000 runs without a cluster
 command -v loom_rand >/dev/null 2>&1 || . "$LOOM_SRC_DIR/t/lib/cluster.sh"
 
 t_srun() {
-	timeout -k 10 "${LOOM_T2_SRUN_TIMEOUT:-180}" srun "$@"
+	timeout -k 10 "$T2_SRUN_TIMEOUT" srun "$@"
 }
 
 free_port() {
