@@ -45,8 +45,10 @@ test_expect_success 'srun -N1 -n2: reduces and broadcasts with the posters far a
 	ranks_pass 2 "runahead checks passed (400 reduces, 400 broadcasts)" env_srun -N1 -n2 -- $COLL runahead $d &&
 	test "$(ls $d | tr "\n" " ")" = "bcast-ahead.1 reduce-ahead.1 "
 '
-# the same with both ranks on one CPU: each waits asleep for the other
-# at times, and a poster must see the room its reader made while it slept
+# the same with both ranks on one CPU, where each waits asleep for the
+# other at times (it runs the sleeping paths; it did not reproduce on
+# demand the hang 4f79d0b fixed, a poster missing room made while its
+# reader slept)
 test_expect_success 'srun -N1 -n2, both ranks on one CPU: the posters far ahead, every result right' '
 	d=$(marker_dir) &&
 	LOOM_TIMEOUT=60 ranks_pass 2 "runahead checks passed (400 reduces, 400 broadcasts)" \

@@ -116,7 +116,7 @@ struct loom_comm {
 	struct loom_metrics *metrics;  /* made at the first public operation */
 	struct loom_flight_slot *flight;  /* flight record slot, made then too */
 	int flight_tried;
-	int sleepy;  /* waits in a row that ended asleep (coll/xfer.c: yield_window) */
+	int sleepy;  /* waits in a row that ended asleep (coll/xfer.c: loom_x_yield_window) */
 };
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,
