@@ -8,6 +8,12 @@
 # reduced chunk also copied to a second peer), just above the thresholds
 # and far above, allreduce bit-identical everywhere; and it does not need
 # the peers' memory readable (LOOM_DIRECT_READS=0).
+#
+# Where the ranks' cores hand a cache line over slowly (no shared cache)
+# these sizes go by direct reads instead: the ranks time a few fast-box
+# allreduces together and agree (runtime/coll/near.c); ranks that share
+# a CPU keep the slots. LOOM_STAGED=1 keeps the slots, 0 direct reads;
+# both must give the same bytes, since the choice may change during a run.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 . "$LOOM_SRC_DIR/t/runtime/lib.sh"
 test_need_cluster
@@ -15,16 +21,60 @@ cluster_plugstack none
 
 BYTES=$((32 * 1024 * 1024))
 
-test_expect_success 'srun -N1 -n2: 32 MiB allreduce and reduce, 64 MiB allgather and alltoall, right and bit-identical' '
-	ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES
+# the digest rank 0 printed, from $TEST_TMP/o
+digest() {
+	sed -n 's/^rank 0: allreduce digest \([0-9a-f]*\)$/\1/p' "$TEST_TMP/o"
+}
+
+test_expect_success 'srun -N1 -n2, LOOM_STAGED=1: 32 MiB allreduce and reduce, 64 MiB allgather and alltoall through the slots, right and bit-identical' '
+	LOOM_STAGED=1 ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES
 '
-test_expect_success 'srun -N1 -n2: 2 MiB allreduce and reduce, 4 MiB allgather and alltoall (just past the thresholds)' '
-	ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $((2 * 1024 * 1024 + 3))
+test_expect_success 'srun -N1 -n2, LOOM_STAGED=1: 2 MiB allreduce and reduce, 4 MiB allgather and alltoall (just past the thresholds)' '
+	LOOM_STAGED=1 ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $((2 * 1024 * 1024 + 3))
 '
-test_expect_success 'srun -N1 -n3 (one core short): right and bit-identical' '
-	ranks_pass 3 "all checks passed (3 ranks)" env_srun -N1 -n3 --overcommit -- $COLL large $BYTES
+test_expect_success 'srun -N1 -n3 (one core short), LOOM_STAGED=1: right and bit-identical' '
+	LOOM_STAGED=1 ranks_pass 3 "all checks passed (3 ranks)" env_srun -N1 -n3 --overcommit -- $COLL large $BYTES &&
+	digest >"$TEST_TMP/slots" && test -s "$TEST_TMP/slots"
 '
-test_expect_success 'srun -N1 -n2, LOOM_DIRECT_READS=0: the same, without reading the peers'"'"' memory' '
-	LOOM_DIRECT_READS=0 ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES
+test_expect_success 'srun -N1 -n3, LOOM_STAGED=0: direct reads, the same bytes as the slots (3 ranks: the order of the sums shows)' '
+	LOOM_STAGED=0 ranks_pass 3 "all checks passed (3 ranks)" env_srun -N1 -n3 --overcommit -- $COLL large $BYTES &&
+	digest >"$TEST_TMP/reads" && test -s "$TEST_TMP/reads" &&
+	cmp "$TEST_TMP/slots" "$TEST_TMP/reads"
+'
+test_expect_success 'srun -N1 -n2, LOOM_DIRECT_READS=0: the slots, without reading the peers'"'"' memory, whatever the cores' '
+	LOOM_DIRECT_READS=0 LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES &&
+	! grep "large collectives in the node by direct reads" "$TEST_TMP/o"
+'
+test_expect_success 'srun -N1 -n2, both ranks on one CPU: they see it and keep the slots (each hand-off stays in that cache)' '
+	LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" \
+		env_srun -N1 -n2 -- taskset -c 0 $COLL large $((2 * 1024 * 1024 + 3)) &&
+	test "$(grep -c "ranks share a CPU: large collectives in the node by the ring slots" "$TEST_TMP/o")" -eq 2 &&
+	! grep "large collectives in the node by direct reads" "$TEST_TMP/o"
+'
+# LOOM_TEST_NEAR_NS stands for what a rank measured; each rank is bound
+# to its own CPU, as ranks that share one keep the slots whatever it says
+test_expect_success 'srun -N1 -n2, one rank finds the hand-off slow (5 us), the other fast: both take direct reads, right' '
+	LOOM_TIMEOUT=60 LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" \
+		env_srun -N1 -n2 -- sh -c "LOOM_TEST_NEAR_NS=\$((RANK ? 5000 : 50)) exec taskset -c \$RANK \"\$@\"" sh $COLL large $((2 * 1024 * 1024 + 3)) &&
+	test "$(grep -c "takes 5000 ns (limit [0-9]*): large collectives in the node by direct reads" "$TEST_TMP/o")" -eq 2
+'
+test_expect_success 'srun -N1 -n2, both find it fast (50 ns): both keep the slots' '
+	LOOM_DEBUG=info LOOM_TEST_NEAR_NS=50 ranks_pass 2 "all checks passed (2 ranks)" \
+		env_srun -N1 -n2 -- sh -c "exec taskset -c \$RANK \"\$@\"" sh $COLL large $((2 * 1024 * 1024 + 3)) &&
+	test "$(grep -c "takes 50 ns (limit [0-9]*): large collectives in the node by the ring slots" "$TEST_TMP/o")" -eq 2
+'
+# the ways rank $1 logged, one a line, in order
+ways() {
+	grep "^loom\[$1/2 [^]]*\]: comm world: a fast-box allreduce takes" "$TEST_TMP/o" |
+		sed "s/.*: large collectives in the node by //"
+}
+test_expect_success 'srun -N1 -n2, two CPUs: both ranks take the same way at every look (whichever the host allows), right' '
+	LOOM_TIMEOUT=60 LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES &&
+	ways 0 >"$TEST_TMP/w0" && ways 1 >"$TEST_TMP/w1" &&
+	test -s "$TEST_TMP/w0" && cmp "$TEST_TMP/w0" "$TEST_TMP/w1"
+'
+test_expect_success 'LOOM_STAGED=maybe: a warning that names it, and the collectives still right' '
+	LOOM_STAGED=maybe ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $((2 * 1024 * 1024 + 3)) &&
+	grep "LOOM_STAGED=maybe: not auto, 1 or 0" "$TEST_TMP/o"
 '
 test_done

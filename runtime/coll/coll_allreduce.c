@@ -266,8 +266,15 @@ int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, l
 	size_t bytes = n * loom_dtype_size(dt);
 	int alg = loom_plan_allreduce(c->w->transport, c->size, c->nnodes, loom_comm_max_local(c),
 				      bytes, n);
-	if (alg == LOOM_ALG_STAGED)  /* reads s where it is */
-		return loom_staged_allreduce(c, s, r, n, dt, op, o);
+	if (alg == LOOM_ALG_STAGED) {  /* both read s where it is */
+		int rc, fallback = 1;
+		if (!loom_staged_wanted(c, o, &rc)) {
+			if (rc)
+				return rc;
+			rc = loom_direct_allreduce(c, s, r, n, dt, op, o, &fallback);
+		}
+		return rc || !fallback ? rc : loom_staged_allreduce(c, s, r, n, dt, op, o);
+	}
 	if (alg == LOOM_ALG_DIRECT) { /* reads s where it is */
 		int fallback, rc = loom_direct_allreduce(c, s, r, n, dt, op, o, &fallback);
 		if (rc || !fallback)

@@ -23,8 +23,16 @@ int loom_coll_alltoall(struct loom_comm *c, const void *sv, void *rv, size_t byt
 		s = copy;
 	}
 	/* it copies my own block too, past the caches */
-	if (!copy && N > 1 && loom_plan_staged(c->w->transport, N, c->nnodes, (size_t)N * bytes, 0))
-		return loom_staged_alltoall(c, s, r, bytes, o);
+	if (!copy && N > 1 && loom_plan_staged(c->w->transport, N, c->nnodes, (size_t)N * bytes, 0)) {
+		int rc, fallback = 1;
+		if (!loom_staged_wanted(c, o, &rc)) {
+			if (rc)
+				return rc;
+			memmove(r + (size_t)me * bytes, s + (size_t)me * bytes, bytes);
+			rc = loom_direct_alltoall(c, s, r, bytes, o, &fallback);
+		}
+		return rc || !fallback ? rc : loom_staged_alltoall(c, s, r, bytes, o);
+	}
 	if (s != r && bytes)
 		memmove(r + (size_t)me * bytes, s + (size_t)me * bytes, bytes);
 	if (N == 1)

@@ -14,10 +14,21 @@ int loom_coll_allgather(struct loom_comm *c, const void *s, void *rv, size_t byt
 	int N = c->size, me = c->rank, right = (me + 1) % N, left = (me + N - 1) % N, st, rc = 0;
 	struct loom_xctx x;
 	if (N > 1 && loom_plan_staged(c->w->transport, N, c->nnodes, (size_t)N * bytes, 0)) {
-		int apart = sc + bytes <= r || r + (size_t)N * bytes <= sc;
+		/* mine is read where the caller passed it when that lies
+		 * outside r, else from its place in r */
+		int apart = sc + bytes <= r || r + (size_t)N * bytes <= sc, fallback = 1;
 		if (!apart && sc != mine && bytes)
 			memmove(mine, s, bytes);
-		return loom_staged_allgather(c, apart ? sc : mine, r, bytes, o);
+		if (!apart)
+			sc = mine;
+		if (!loom_staged_wanted(c, o, &rc)) {
+			if (rc)
+				return rc;
+			rc = loom_direct_allgather(c, apart ? sc : NULL, r, bytes, o, &fallback);
+			if (rc || !fallback)
+				return rc;
+		}
+		return loom_staged_allgather(c, sc, r, bytes, o);
 	}
 	if (N > 1 && loom_plan_direct(c->w->transport, N, c->nnodes, (size_t)N * bytes)) {
 		/* the peers read my part at s while I copy it into place, when

@@ -52,8 +52,10 @@
  *    64bc770) direct reads measured ahead up to 32 MiB (16 MiB allreduce
  *    2.6-3.3 against 3.2-4.2 ms), so it began at 32 and 64 MiB; the same
  *    comparison now goes the other way at every size from 512 KiB, on
- *    the same host. Two ranks of a node on one core slow the slots, a
- *    hand-off every 64 KiB, far more than direct reads (bench/README.md).
+ *    the same host (whose placement of its two CPUs, found later, would
+ *    explain both: near.c). Those sizes go by direct reads after all where the
+ *    ranks measure their cores' hand-offs slow (near.c: the slots lose
+ *    to them by 2-5x there), which this pure plan does not see.
  *    A reduce from the same size runs that allreduce, the root keeping
  *    the result and the others writing theirs to a buffer kept per
  *    communicator, as across nodes: every rank reduces a block where

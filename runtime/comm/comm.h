@@ -117,6 +117,12 @@ struct loom_comm {
 	struct loom_flight_slot *flight;  /* flight record slot, made then too */
 	int flight_tried;
 	int sleepy;  /* waits in a row that ended asleep (coll/xfer.c: loom_x_yield_window) */
+	/* coll/near.c: LOOM_STAGED (0: not read yet), the calls that could
+	 * take the slots so far, and whether the last look found the ranks'
+	 * cores far apart */
+	int staged_mode;
+	uint64_t near_calls;
+	int near_far;
 };
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,

@@ -89,6 +89,26 @@ int main(void)
 		}
 	ok(n != 99 + 1, "blocks tile every count 0..20 over 1..7 ranks, sizes differ by at most one");
 	is_int(loom_mod(-1, 4), 3, "mod of a negative");
+	/* near.c: LOOM_STAGED, and where the measured hand-off stops being near */
+	is_int(loom_staged_mode_parse(NULL), LOOM_STAGED_AUTO, "LOOM_STAGED unset: measure");
+	is_int(loom_staged_mode_parse(""), LOOM_STAGED_AUTO, "LOOM_STAGED empty: measure");
+	is_int(loom_staged_mode_parse("auto"), LOOM_STAGED_AUTO, "LOOM_STAGED=auto: measure");
+	is_int(loom_staged_mode_parse("1"), LOOM_STAGED_ALWAYS, "LOOM_STAGED=1: the slots");
+	is_int(loom_staged_mode_parse("0"), LOOM_STAGED_NEVER, "LOOM_STAGED=0: direct reads");
+	is_int(loom_staged_mode_parse("yes"), -1, "LOOM_STAGED=yes: refused");
+	is_int(loom_staged_mode_parse("10"), -1, "LOOM_STAGED=10: refused");
+	ok(loom_slots_chosen(196, 0), "the slowest near placement seen (196 ns) takes the slots");
+	ok(!loom_slots_chosen(282, 0), "the fastest far placement seen (282 ns) takes direct reads");
+	ok(!loom_slots_chosen(5000, 0), "far, whatever the time: direct reads");
+	ok(loom_slots_chosen(1700, 1), "ranks sharing a CPU (1.7 us a hand-off) keep the slots");
+	{
+		int32_t two[] = { 0, 0 }, apart[] = { 0, 1, 3 }, three[] = { 1, 0, 1 }, unknown[] = { -1, -1 };
+		ok(loom_cpus_shared(two, 2), "2 ranks on CPU 0 share it");
+		ok(!loom_cpus_shared(apart, 3), "CPUs 0, 1, 3: none shared");
+		ok(loom_cpus_shared(three, 3), "CPUs 1, 0, 1: shared");
+		ok(!loom_cpus_shared(unknown, 2), "unknown CPUs are not taken as shared");
+		ok(!loom_cpus_shared(two, 1), "one rank shares nothing");
+	}
 	done_testing();
 	return exit_status();
 }
