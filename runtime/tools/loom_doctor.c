@@ -39,14 +39,17 @@ static int usage(void)
 }
 
 /* --job: a running job's node-local records, one srun task per node that
- * prints its files as base64 lines; srun -l labels each line with its
- * task, so the nodes' streams come apart again here, in a temporary
- * directory */
+ * prints its files as base64 lines (gzip first where both ends have it: a
+ * record of 520 KiB is mostly empty ring and packs into 1 KiB, which keeps
+ * srun's I/O short); srun -l labels each line with its task, so the nodes'
+ * streams come apart again here, in a temporary directory. Each node ends
+ * with a line of its own; when one is missing (srun lost a stream) the
+ * copy is made once more. */
 static int collect(const char *job, char *dir, size_t len)
 {
-	char cmd[1400], tmpl[] = "/tmp/loom-doctor.XXXXXX";
+	char cmd[2048], tmpl[] = "/tmp/loom-doctor.XXXXXX";
 	const char *p;
-	int rc;
+	int rc, tries;
 	for (p = job; *p; p++)
 		if ((*p < '0' || *p > '9') && *p != '_') {
 			fprintf(stderr, "loom-doctor: --job %s: expected a job id (digits)\n", job);
@@ -58,23 +61,33 @@ static int collect(const char *job, char *dir, size_t len)
 	}
 	/* each node: its LOOM_FLIGHT_DIR (the step's environment: the plugin's
 	 * for the job, or the caller's, which srun passes on) as
-	 * "=loom-flight= node.file" lines, each followed by the file in base64 */
+	 * "=loom-flight= node.file" lines ("=loom-flight-gz=" when packed),
+	 * each followed by the file in base64, then "=loom-flight-end=" */
 	snprintf(cmd, sizeof cmd,
 		 "n=$(squeue -h -o %%D -j %s) && [ -n \"$n\" ] || "
 		 "{ echo \"loom-doctor: job %s is not running\" >&2; exit 1; }; "
+		 "LOOM_DOCTOR_GZ=$(command -v gzip >/dev/null 2>&1 && echo 1); export LOOM_DOCTOR_GZ; "
 		 "srun --overlap --jobid=%s -N \"$n\" --ntasks-per-node=1 --kill-on-bad-exit=0 -l sh -c '"
 		 "d=${LOOM_FLIGHT_DIR:?the job has no LOOM_FLIGHT_DIR}; cd \"$d\" || exit 1; "
+		 "z=; [ -n \"$LOOM_DOCTOR_GZ\" ] && command -v gzip >/dev/null 2>&1 && z=-gz; "
 		 "for f in *.flight; do [ -f \"$f\" ] || continue; "
-		 "echo \"=loom-flight= $SLURMD_NODENAME.$f\"; base64 \"$f\"; done' "
-		 "| awk -v d=%s '{ t = $1; sub(/^ *[0-9]+: /, \"\"); "
-		 "if ($0 ~ /^=loom-flight= /) { if (p[t] != \"\") close(p[t]); n = substr($0, 15); "
-		 "p[t] = n ~ /^[A-Za-z0-9._-]+$/ ? \"base64 -d >\" d \"/\" n : \"\"; next } "
-		 "if (p[t] != \"\") print | p[t] }'",
+		 "echo \"=loom-flight$z= $SLURMD_NODENAME.$f\"; "
+		 "if [ -n \"$z\" ]; then gzip -1c \"$f\" | base64; else base64 \"$f\"; fi; done; "
+		 "echo =loom-flight-end=' "
+		 "| awk -v d=%s -v want=\"$n\" '{ t = $1; sub(/^ *[0-9]+: /, \"\"); "
+		 "if ($0 == \"=loom-flight-end=\") { ends++; next } "
+		 "if ($0 ~ /^=loom-flight(-gz)?= /) { if (p[t] != \"\") close(p[t]); "
+		 "gz = $0 ~ /^=loom-flight-gz= /; n = substr($0, gz ? 18 : 15); "
+		 "p[t] = n ~ /^[A-Za-z0-9._-]+$/ ? (gz ? \"base64 -d | gzip -dc >\" : \"base64 -d >\") d \"/\" n : \"\"; next } "
+		 "if (p[t] != \"\") print | p[t] } "
+		 "END { for (t in p) if (p[t] != \"\") close(p[t]); exit ends < want ? 3 : 0 }'",
 		 job, job, job, tmpl);
-	rc = system(cmd);
+	for (tries = 0; tries < 2; tries++)
+		if (!(rc = system(cmd)))
+			break;
 	if (rc) {
 		fprintf(stderr, "loom-doctor: --job %s: collecting with srun --overlap failed "
-			"(status %d): the job must be running and yours (or run loom-doctor DIR "
+			"(status %d, twice): the job must be running and yours (or run loom-doctor DIR "
 			"on each node, or set a shared flight directory: see loom-doctor(1))\n",
 			job, rc);
 	}
