@@ -7,7 +7,10 @@ only. Writes DIR/compare.svg and prints the report (Markdown) on stdout.
 Best of N: for each size the lowest mean time over the rounds (its busbw
 is then the highest). Ratios are speed-ups: a peer's time over loom's, so
 > 1 means loom is faster; loom/memcpy is loom's busbw over single-core
-memcpy bandwidth measured in the same step."""
+memcpy bandwidth measured in the same step, loom/all over what each rank
+copies while every rank copies at once (memcpy_all: the bound of a
+2-rank allreduce in a node, where each rank reads its input and writes
+its result)."""
 import math
 import os
 import re
@@ -109,6 +112,9 @@ def parse(dirname):
                     mc = float(v[k])
                     # the limit: the best memcpy seen, kept as a "time" of -bw
                     d.setdefault("memcpy", Series()).add(size, -mc, mc)
+                if len(v) > k + 1:
+                    mc = float(v[k + 1])
+                    d.setdefault("memcpy_all", Series()).add(size, -mc, mc)
         if nrows == 0 and who not in st:
             st[who] = "failed (see raw/%s.err)" % fn
     return data, status, len(rounds)
@@ -132,17 +138,19 @@ def table(coll, shape, d, st, nrounds):
     if notes:
         out += ["(" + "; ".join(notes) + ")", ""]
     out.append("| size | loom us | Open MPI us | gloo us | loom GB/s | Open MPI GB/s | gloo GB/s "
-               "| memcpy GB/s | vs Open MPI | vs gloo | loom/memcpy |")
-    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+               "| memcpy GB/s | memcpy_all GB/s | vs Open MPI | vs gloo | loom/memcpy | loom/all |")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     sizes = sorted(set().union(*[set(s.best) for s in d.values()]))
-    g = {p: d.get(p, Series()) for p in PEERS + ("memcpy",)}
+    g = {p: d.get(p, Series()) for p in PEERS + ("memcpy", "memcpy_all")}
     for s in sizes:
         lt = g["loom"].time(s)
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             fmt_size(s), fmt_us(lt), fmt_us(g["mpi"].time(s)), fmt_us(g["gloo"].time(s)),
             fmt_bw(g["loom"].bw(s)), fmt_bw(g["mpi"].bw(s)), fmt_bw(g["gloo"].bw(s)),
-            fmt_bw(g["memcpy"].bw(s)), fmt_ratio(g["mpi"].time(s), lt),
-            fmt_ratio(g["gloo"].time(s), lt), fmt_pct(g["loom"].bw(s), g["memcpy"].bw(s))))
+            fmt_bw(g["memcpy"].bw(s)), fmt_bw(g["memcpy_all"].bw(s)),
+            fmt_ratio(g["mpi"].time(s), lt), fmt_ratio(g["gloo"].time(s), lt),
+            fmt_pct(g["loom"].bw(s), g["memcpy"].bw(s)),
+            fmt_pct(g["loom"].bw(s), g["memcpy_all"].bw(s))))
     return out
 
 
@@ -244,7 +252,8 @@ def main():
             out.append("Tasks %s." % info["tasks"])
         out.append("Times are the mean per call on the slowest rank (us); busbw as nccl-tests; "
                    "\"vs X\" is X's time over loom's (> 1: loom faster); loom/memcpy is loom's "
-                   "busbw as a share of single-core memcpy in the same step.")
+                   "busbw as a share of single-core memcpy in the same step, loom/all of what "
+                   "each rank copies while all copy at once.")
     out += ["", "| peer | status |", "|---|---|",
             "| loom | %s |" % info.get("loom", "?"),
             "| Open MPI | %s |" % {"ok": "MPI called directly (loom-bench --peer mpi): "

@@ -52,10 +52,10 @@ test_expect_success 'loom-bench: every dtype and op checks out' '
 		done
 	done
 '
-test_expect_success 'loom-bench --memcpy adds a bandwidth column' '
+test_expect_success 'loom-bench --memcpy adds two bandwidth columns, rank 0 alone and all ranks at once, both measured' '
 	"$B" -b 1M -e 1M -n 2 --memcpy >"$TEST_TMP/m.out" 2>&1 && cat "$TEST_TMP/m.out" &&
-	grep -q "^#.* memcpy\$" "$TEST_TMP/m.out" &&
-	grep -Eq "^ +1048576 +262144 +float32 +sum +-1 .* N/A +[0-9.]+\$" "$TEST_TMP/m.out"
+	grep -Eq "^#.* memcpy +memcpy_all\$" "$TEST_TMP/m.out" &&
+	grep -Eq "^ +1048576 +262144 +float32 +sum +-1 .* N/A +[0-9]*[1-9][0-9]*\.[0-9]+ +[0-9]*[1-9][0-9]*\.[0-9]+\$" "$TEST_TMP/m.out"
 '
 test_expect_success 'loom-bench names the bad argument' '
 	test_must_fail_with "^loom-bench: -o .gather.: unknown collective" "$B" -o gather &&

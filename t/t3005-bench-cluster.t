@@ -44,7 +44,7 @@ test_expect_success 'loom-bench --peer mpi under srun --mpi=pmix (-N2 -n4): libl
 	mpi_srun 300 --mpi=pmix -N2 -n4 "$B" -o allreduce -b 8 -e 1M -f 4 -n 3 -w 1 --check --peer mpi --memcpy \
 		>"$TEST_TMP/p.out" 2>"$TEST_TMP/p.err" && rc=0 || rc=$?
 	cat "$TEST_TMP/p.out" "$TEST_TMP/p.err"
-	test $rc = 0 && test $(grep -Ec "$mrow +[0-9.]+\$" "$TEST_TMP/p.out") = 10 &&
+	test $rc = 0 && test $(grep -Ec "$mrow +[0-9.]+ +[0-9.]+\$" "$TEST_TMP/p.out") = 10 &&
 	grep -q "mpi_busbw" "$TEST_TMP/p.out" &&
 	grep -q "^# Wrong elements (mpi) : 0 OK" "$TEST_TMP/p.out" &&
 	grep -q "^# Avg bus bandwidth (mpi): [0-9.]* GB/s" "$TEST_TMP/p.out"

@@ -16,12 +16,12 @@ else
 	have_gloo=0
 fi
 num='[0-9][0-9.]*'
-# | size | loom us | MPI us | gloo us | loom GB/s | MPI GB/s | gloo GB/s | memcpy | vs MPI | vs gloo | loom/memcpy |
+# | size | loom us | MPI us | gloo us | loom GB/s | MPI GB/s | gloo GB/s | memcpy | memcpy_all | vs MPI | vs gloo | loom/memcpy | loom/all |
 # with a number or "—" (absent peer) for MPI and gloo
 cell() { [ "$1" = 1 ] && echo "$num" || echo "—"; }
 rowre() { # mpi gloo
 	local m g; m=$(cell "$1"); g=$(cell "$2")
-	echo "^\| [0-9]+ (B|KiB|MiB) \| $num \| $m \| $g \| $num \| $m \| $g \| $num \| ${m}x? \| ${g}x? \| $num% \|\$"
+	echo "^\| [0-9]+ (B|KiB|MiB) \| $num \| $m \| $g \| $num \| $m \| $g \| $num \| $num \| ${m}x? \| ${g}x? \| $num% \| $num% \|\$"
 }
 
 test_expect_success 'bench/compare --quick (allreduce, reduce_scatter; both shapes and the 8-rank growth row)' '
