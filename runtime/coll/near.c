@@ -16,7 +16,7 @@
  *
  * Two ranks on one CPU are another matter: there each hand-off stays in
  * that CPU's cache, and the slots beat direct reads by half (2 ranks
- * bound to one CPU: 16 MiB 3.5-4.7 against 7.4-9.2 ms; 3 ranks on the 2
+ * bound to one CPU: 16 MiB 3.4-4.7 against 7.4-9.2 ms; 3 ranks on the 2
  * CPUs, 16 MiB 4.4 against 8.4-9.2 ms), though every fast-box allreduce
  * then waits for a context switch (1.6-1.7 µs).
  *
