@@ -30,7 +30,8 @@
  * the communicator takes direct reads until the next look.
  * Either way block r of an allreduce is reduced by rank r in the order r,
  * r+1, ..., r-1: the results do not depend on the choice (t2008 checks).
- * LOOM_STAGED=1 keeps the slots and 0 direct reads, with no measuring. */
+ * LOOM_STAGED=1 keeps the slots and 0 direct reads, with no measuring;
+ * so does LOOM_DIRECT_READS=0 (the slots). */
 #include "coll/coll.h"
 
 #include <sched.h>
@@ -74,6 +75,10 @@ static int mode(struct loom_comm *c)
 				LOOM_WARN("LOOM_STAGED=%s: not auto, 1 or 0; taking auto", v);
 			m = LOOM_STAGED_AUTO;
 		}
+		/* the user turned direct reads off: the slots beat the rings
+		 * that would take their place, with no look */
+		if (m == LOOM_STAGED_AUTO && !loom_shm_direct_allowed())
+			m = LOOM_STAGED_ALWAYS;
 		c->staged_mode = m;
 	}
 	return c->staged_mode;
@@ -144,9 +149,8 @@ int loom_staged_wanted(struct loom_comm *c, struct loom_opctx *o, int *rc)
 	*rc = LOOM_SUCCESS;
 	if (m != LOOM_STAGED_AUTO)
 		return m == LOOM_STAGED_ALWAYS;
-	/* no direct reads here (the user's word, or the kernel's at a first
-	 * try): the slots beat the rings that would take their place */
-	if (!loom_shm_direct_allowed() || *loom_shm_direct(c) < 0)
+	/* the kernel refused direct reads at a first try: the slots */
+	if (*loom_shm_direct(c) < 0)
 		return 1;
 	if (c->near_calls++ % LOOM_NEAR_EVERY == 0 && (*rc = look_again(c, o)))
 		return 0;
