@@ -10,10 +10,11 @@
 # the peers' memory readable (LOOM_DIRECT_READS=0).
 #
 # Where the ranks' cores hand a cache line over slowly (no shared cache)
-# these sizes go by direct reads instead: the ranks time a few fast-box
-# allreduces together and agree (runtime/coll/near.c); ranks that share
-# a CPU keep the slots. LOOM_STAGED=1 keeps the slots, 0 direct reads;
-# both must give the same bytes, since the choice may change during a run.
+# the slots are written with streaming stores instead: the ranks time a
+# few fast-box allreduces together and agree (runtime/coll/near.c); ranks
+# that share a CPU keep cached stores. LOOM_STAGED=1 keeps cached stores,
+# stream streaming ones, 0 takes direct reads; all must give the same
+# bytes, since the choice may change during a run.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 . "$LOOM_SRC_DIR/t/runtime/lib.sh"
 test_need_cluster
@@ -41,22 +42,32 @@ test_expect_success 'srun -N1 -n3, LOOM_STAGED=0: direct reads, the same bytes a
 	digest >"$TEST_TMP/reads" && test -s "$TEST_TMP/reads" &&
 	cmp "$TEST_TMP/slots" "$TEST_TMP/reads"
 '
-test_expect_success 'srun -N1 -n2, LOOM_DIRECT_READS=0: the slots, without reading the peers'"'"' memory, whatever the cores' '
-	LOOM_DIRECT_READS=0 LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES &&
-	! grep "large collectives in the node by direct reads" "$TEST_TMP/o"
+test_expect_success 'srun -N1 -n3, LOOM_STAGED=stream: streamed slots, the same bytes as cached ones' '
+	LOOM_STAGED=stream ranks_pass 3 "all checks passed (3 ranks)" env_srun -N1 -n3 --overcommit -- $COLL large $BYTES &&
+	digest >"$TEST_TMP/streamed" && test -s "$TEST_TMP/streamed" &&
+	cmp "$TEST_TMP/slots" "$TEST_TMP/streamed"
+'
+test_expect_success 'srun -N1 -n2, LOOM_STAGED=stream: far above and just past the thresholds, right and bit-identical' '
+	LOOM_STAGED=stream LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES &&
+	test "$(grep -c "comm world: LOOM_STAGED=stream: large collectives in the node by streamed slots" "$TEST_TMP/o")" -eq 2 &&
+	LOOM_STAGED=stream ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $((2 * 1024 * 1024 + 3))
+'
+test_expect_success 'srun -N1 -n2, LOOM_STAGED=0 and LOOM_DIRECT_READS=0: direct reads asked for and refused, so the slots, right' '
+	LOOM_STAGED=0 LOOM_DIRECT_READS=0 LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES &&
+	test "$(grep -c "no direct reads of the peers'"'"' memory (LOOM_DIRECT_READS=0" "$TEST_TMP/o")" -eq 2
 '
 test_expect_success 'srun -N1 -n2, both ranks on one CPU: they see it and keep the slots (each hand-off stays in that cache)' '
 	LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" \
 		env_srun -N1 -n2 -- taskset -c 0 $COLL large $((2 * 1024 * 1024 + 3)) &&
 	test "$(grep -c "ranks share a CPU: large collectives in the node by the ring slots" "$TEST_TMP/o")" -eq 2 &&
-	! grep "large collectives in the node by direct reads" "$TEST_TMP/o"
+	! grep "large collectives in the node by streamed slots" "$TEST_TMP/o"
 '
 # LOOM_TEST_NEAR_NS stands for what a rank measured; each rank is bound
 # to its own CPU, as ranks that share one keep the slots whatever it says
-test_expect_success 'srun -N1 -n2, one rank finds the hand-off slow (5 us), the other fast: both take direct reads, right' '
+test_expect_success 'srun -N1 -n2, one rank finds the hand-off slow (5 us), the other fast: both stream the slots, right' '
 	LOOM_TIMEOUT=60 LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" \
 		env_srun -N1 -n2 -- sh -c "LOOM_TEST_NEAR_NS=\$((RANK ? 5000 : 50)) exec taskset -c \$RANK \"\$@\"" sh $COLL large $((2 * 1024 * 1024 + 3)) &&
-	test "$(grep -c "takes 5000 ns (limit [0-9]*): large collectives in the node by direct reads" "$TEST_TMP/o")" -eq 2
+	test "$(grep -c "takes 5000 ns (limit [0-9]*): large collectives in the node by streamed slots" "$TEST_TMP/o")" -eq 2
 '
 test_expect_success 'srun -N1 -n2, both find it fast (50 ns): both keep the slots' '
 	LOOM_DEBUG=info LOOM_TEST_NEAR_NS=50 ranks_pass 2 "all checks passed (2 ranks)" \
@@ -75,6 +86,6 @@ test_expect_success 'srun -N1 -n2, two CPUs: both ranks take the same way at eve
 '
 test_expect_success 'LOOM_STAGED=maybe: a warning that names it, and the collectives still right' '
 	LOOM_STAGED=maybe ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $((2 * 1024 * 1024 + 3)) &&
-	grep "LOOM_STAGED=maybe: not auto, 1 or 0" "$TEST_TMP/o"
+	grep "LOOM_STAGED=maybe: not auto, 1, stream or 0" "$TEST_TMP/o"
 '
 test_done

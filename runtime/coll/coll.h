@@ -122,24 +122,30 @@ int loom_staged_allgather(struct loom_comm *c, const char *mine, char *r, size_t
 			  struct loom_opctx *o);
 int loom_staged_alltoall(struct loom_comm *c, const char *s, char *r, size_t bytes,
 			 struct loom_opctx *o);
-/* ---- near.c: the slots or direct reads, for what plan.c gives the
- * slots (loom_plan_staged): 1 = the slots. Counts the call, and at the
- * first and every LOOM_NEAR_EVERY-th one measures with the peers how fast
- * their cores hand a line over (a collective: every rank of c calls it at
- * the same calls). 0 with *rc set on failure. ---- */
-int loom_staged_wanted(struct loom_comm *c, struct loom_opctx *o, int *rc);
-enum { LOOM_STAGED_AUTO = 1, LOOM_STAGED_ALWAYS, LOOM_STAGED_NEVER };
-/* LOOM_STAGED's value: auto (NULL, empty), 1, 0; -1 otherwise */
+/* ---- near.c: for what plan.c gives the slots (loom_plan_staged), of
+ * bytes of result: 1 = the slots (written with streaming stores while
+ * c->near_far), 0 = direct reads (LOOM_STAGED=0). Counts the call, and at
+ * the first and once LOOM_NEAR_EVERY calls or LOOM_NEAR_BYTES have gone
+ * by, measures with the peers how fast their cores hand a line over (a
+ * collective: every rank of c calls it at the same calls, with the same
+ * bytes). 0 with *rc set on failure. ---- */
+int loom_staged_wanted(struct loom_comm *c, size_t bytes, struct loom_opctx *o, int *rc);
+enum { LOOM_STAGED_AUTO = 1, LOOM_STAGED_ALWAYS, LOOM_STAGED_STREAM, LOOM_STAGED_NEVER };
+/* LOOM_STAGED's value: auto (NULL, empty), 1, stream, 0; -1 otherwise */
 int loom_staged_mode_parse(const char *v);
 /* 1 when two of the n CPUs (-1: unknown) are the same */
 int loom_cpus_shared(const int32_t *cpu, int n);
-/* the slots, when the slowest rank's fast-box allreduce took worst_ns, or
- * ranks share a CPU (their hand-offs stay in its cache) */
-int loom_slots_chosen(uint64_t worst_ns, int cpus_shared);
+/* cached stores into the slots, when the slowest rank's fast-box
+ * allreduce took worst_ns, or ranks share a CPU (their hand-offs stay in
+ * its cache); else streaming ones */
+int loom_cached_slots(uint64_t worst_ns, int cpus_shared);
+/* whether to look again, calls and bytes of results since the last look */
+int loom_near_due(uint64_t calls, uint64_t bytes);
 #define LOOM_NEAR_NS 240u     /* near: 73-196 ns, far: 282-441 (near.c) */
 #define LOOM_NEAR_ROUNDS 8
 #define LOOM_NEAR_BATCHES 8
 #define LOOM_NEAR_EVERY 64
+#define LOOM_NEAR_BYTES (256ull << 20)  /* 64 MiB allreduces: every 4th */
 
 /* in-node reduce whose peers' inputs fit one slot together; LOOM_ALG_SLOTS */
 int loom_slots_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,

@@ -268,7 +268,7 @@ int loom_coll_allreduce(struct loom_comm *c, const void *s, void *r, size_t n, l
 				      bytes, n);
 	if (alg == LOOM_ALG_STAGED) {  /* both read s where it is */
 		int rc, fallback = 1;
-		if (!loom_staged_wanted(c, o, &rc)) {
+		if (!loom_staged_wanted(c, bytes, o, &rc)) {
 			if (rc)
 				return rc;
 			rc = loom_direct_allreduce(c, s, r, n, dt, op, o, &fallback);

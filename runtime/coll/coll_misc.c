@@ -25,7 +25,7 @@ int loom_coll_alltoall(struct loom_comm *c, const void *sv, void *rv, size_t byt
 	/* it copies my own block too, past the caches */
 	if (!copy && N > 1 && loom_plan_staged(c->w->transport, N, c->nnodes, (size_t)N * bytes, 0)) {
 		int rc, fallback = 1;
-		if (!loom_staged_wanted(c, o, &rc)) {
+		if (!loom_staged_wanted(c, (size_t)N * bytes, o, &rc)) {
 			if (rc)
 				return rc;
 			memmove(r + (size_t)me * bytes, s + (size_t)me * bytes, bytes);

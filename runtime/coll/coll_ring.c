@@ -21,7 +21,7 @@ int loom_coll_allgather(struct loom_comm *c, const void *s, void *rv, size_t byt
 			memmove(mine, s, bytes);
 		if (!apart)
 			sc = mine;
-		if (!loom_staged_wanted(c, o, &rc)) {
+		if (!loom_staged_wanted(c, (size_t)N * bytes, o, &rc)) {
 			if (rc)
 				return rc;
 			rc = loom_direct_allgather(c, apart ? sc : NULL, r, bytes, o, &fallback);

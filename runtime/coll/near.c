@@ -1,37 +1,39 @@
-/* runtime/coll/near.c: whether a one-node communicator's large
- * collectives go through the ring slots (coll_staged.c) or by direct reads
- * (coll_direct.c), from how fast its ranks' cores hand a cache line over.
+/* runtime/coll/near.c: how a one-node communicator's large collectives
+ * write the ring slots (coll_staged.c): with cached stores, or with
+ * streaming stores that send each line to memory, from how fast its
+ * ranks' cores hand a cache line over.
  *
- * The staged path moves every byte from one rank's cache into another's:
- * fast between cores that share a cache, several times slower between
- * cores that do not, and slowest of all when two ranks share one core
- * (every 64 KiB hand-off then waits for a context switch). Direct reads
- * copy from memory in the kernel and do not care where the reader runs.
- * On the 2-core test VM the host moves the two virtual CPUs between
- * placements every few minutes, and 2 ranks bound to them run a 1 MiB
- * allreduce by the slots in 0.07-0.12 ms or 0.5-0.6 ms, 64 MiB in 7.3-9.5
- * or 33-36 ms, where direct reads take 0.1-0.15 and 14-19 ms in either.
- * The fastest batch of 8 fast-box allreduces then takes 73-196 ns or
- * 282-441 ns (145 runs, 2026-12-06): LOOM_NEAR_NS lies between.
+ * The staged path moves every byte through a slot: written by one rank,
+ * read by another. Between cores that share a cache the reader finds the
+ * line there, the fastest way. Between cores that do not, it takes the
+ * line from the writer's cache, several times slower than from memory: on
+ * the 2-core test VM, 256 MiB through a 1 MiB ring of 64 KiB chunks moves
+ * at 9-13 GB/s near with cached stores, and far apart at 2-4.4 GB/s with
+ * cached stores but 10-12.5 with streaming ones (8.4-9.8 near).
+ * The host moves the VM's two CPUs between the two placements every few
+ * seconds to minutes; 2 ranks bound to them ran a 64 MiB allreduce in
+ * 7.0-7.8 ms near (cached), and far apart in 32-35 ms with cached stores,
+ * 14.5-18 by direct reads (coll_direct.c) and 9.0-10.3 streamed. The
+ * fastest batch of 8 fast-box allreduces takes 73-196 ns near and 282-441
+ * far (145 runs, 2026-12-06): LOOM_NEAR_NS lies between.
  *
- * Two ranks on one CPU are another matter: there each hand-off stays in
- * that CPU's cache, and the slots beat direct reads by half (2 ranks
- * bound to one CPU: 16 MiB 3.4-4.7 against 7.4-9.2 ms; 3 ranks on the 2
- * CPUs, 16 MiB 4.4 against 8.4-9.2 ms), though every fast-box allreduce
- * then waits for a context switch (1.6-1.7 µs).
+ * Two ranks on one CPU keep cached stores: each hand-off stays in that
+ * CPU's cache (2 ranks bound to one CPU: 16 MiB 3.4-4.7 ms by the slots
+ * against 7.4-9.2 by direct reads), though every fast-box allreduce then
+ * waits for a context switch (1.6-1.7 us).
  *
- * So the ranks look, together, at the first such call and at every
- * LOOM_NEAR_EVERY-th one after (the same calls on every rank, as every
- * rank makes the same plan): one fast-box allreduce to meet, then
- * LOOM_NEAR_BATCHES timed batches of LOOM_NEAR_ROUNDS, each rank keeping
- * its fastest batch's mean and the CPU it runs on, shared by a fast-box
- * allgather, so that every rank takes the same decision. When no two
- * ranks share a CPU and the slowest rank's mean is above LOOM_NEAR_NS,
- * the communicator takes direct reads until the next look.
- * Either way block r of an allreduce is reduced by rank r in the order r,
- * r+1, ..., r-1: the results do not depend on the choice (t2008 checks).
- * LOOM_STAGED=1 keeps the slots and 0 direct reads, with no measuring;
- * so does LOOM_DIRECT_READS=0 (the slots). */
+ * So the ranks look, together, at the first such call and again once
+ * LOOM_NEAR_EVERY calls or LOOM_NEAR_BYTES of results have gone by (the
+ * same calls on every rank, as every rank makes the same plan): one
+ * fast-box allreduce to meet, then LOOM_NEAR_BATCHES timed batches of
+ * LOOM_NEAR_ROUNDS, each rank keeping its fastest batch's mean and the
+ * CPU it runs on, shared by a fast-box allgather, so that every rank
+ * takes the same decision. When no two ranks share a CPU and the slowest
+ * rank's mean is above LOOM_NEAR_NS, the slots are streamed until the
+ * next look. Either way block r of an allreduce is reduced by rank r in
+ * the order r, r+1, ..., r-1: the results do not depend on the choice
+ * (t2008 checks). LOOM_STAGED=1 keeps cached stores and =stream streaming
+ * ones, with no measuring; =0 takes direct reads. */
 #include "coll/coll.h"
 
 #include <sched.h>
@@ -46,6 +48,8 @@ int loom_staged_mode_parse(const char *v)
 		return LOOM_STAGED_ALWAYS;
 	if (!strcmp(v, "0"))
 		return LOOM_STAGED_NEVER;
+	if (!strcmp(v, "stream"))
+		return LOOM_STAGED_STREAM;
 	return -1;
 }
 
@@ -59,9 +63,14 @@ int loom_cpus_shared(const int32_t *cpu, int n)
 	return 0;
 }
 
-int loom_slots_chosen(uint64_t worst_ns, int cpus_shared)
+int loom_cached_slots(uint64_t worst_ns, int cpus_shared)
 {
 	return cpus_shared || worst_ns <= LOOM_NEAR_NS;
+}
+
+int loom_near_due(uint64_t calls, uint64_t bytes)
+{
+	return calls == 0 || calls >= LOOM_NEAR_EVERY || bytes >= LOOM_NEAR_BYTES;
 }
 
 static int mode(struct loom_comm *c)
@@ -72,14 +81,15 @@ static int mode(struct loom_comm *c)
 		int m = loom_staged_mode_parse(v);
 		if (m < 0) {
 			if (!warned++)
-				LOOM_WARN("LOOM_STAGED=%s: not auto, 1 or 0; taking auto", v);
+				LOOM_WARN("LOOM_STAGED=%s: not auto, 1, stream or 0; taking auto", v);
 			m = LOOM_STAGED_AUTO;
 		}
-		/* the user turned direct reads off: the slots beat the rings
-		 * that would take their place, with no look */
-		if (m == LOOM_STAGED_AUTO && !loom_shm_direct_allowed())
-			m = LOOM_STAGED_ALWAYS;
 		c->staged_mode = m;
+		c->near_far = m == LOOM_STAGED_STREAM;
+		if (m != LOOM_STAGED_AUTO)
+			LOOM_INFO("comm %s: LOOM_STAGED=%s: large collectives in the node by %s", c->name,
+				  v, m == LOOM_STAGED_NEVER ? "direct reads"
+				     : m == LOOM_STAGED_STREAM ? "streamed slots" : "the ring slots");
 	}
 	return c->staged_mode;
 }
@@ -130,29 +140,34 @@ static int look_again(struct loom_comm *c, struct loom_opctx *o)
 				worst = (uint64_t)all[i].ns;
 		}
 		shared = loom_cpus_shared(cpu, c->size);
-		far = !loom_slots_chosen(worst, shared);
-		if (far != c->near_far || c->near_calls == 1)
+		far = !loom_cached_slots(worst, shared);
+		if (far != c->near_far || !c->near_looked)
 			LOOM_INFO("comm %s: a fast-box allreduce takes %llu ns (limit %u)%s: large collectives in the node by %s",
 				  c->name, (unsigned long long)worst, LOOM_NEAR_NS,
 				  shared ? ", ranks share a CPU" : "",
-				  far ? "direct reads" : "the ring slots");
+				  far ? "streamed slots" : "the ring slots");
 		c->near_far = far;
+		c->near_looked = 1;
 	}
 	free(all);
 	free(cpu);
 	return rc;
 }
 
-int loom_staged_wanted(struct loom_comm *c, struct loom_opctx *o, int *rc)
+int loom_staged_wanted(struct loom_comm *c, size_t bytes, struct loom_opctx *o, int *rc)
 {
 	int m = mode(c);
 	*rc = LOOM_SUCCESS;
-	if (m != LOOM_STAGED_AUTO)
-		return m == LOOM_STAGED_ALWAYS;
-	/* the kernel refused direct reads at a first try: the slots */
-	if (*loom_shm_direct(c) < 0)
-		return 1;
-	if (c->near_calls++ % LOOM_NEAR_EVERY == 0 && (*rc = look_again(c, o)))
+	if (m == LOOM_STAGED_NEVER)
 		return 0;
-	return !c->near_far;
+	if (m == LOOM_STAGED_AUTO) {
+		if (loom_near_due(c->near_calls, c->near_bytes)) {
+			c->near_calls = c->near_bytes = 0;
+			if ((*rc = look_again(c, o)))
+				return 0;
+		}
+		c->near_calls++;
+		c->near_bytes += bytes;
+	}
+	return 1;
 }

@@ -100,6 +100,8 @@ struct loom_comm {
 	int scratch_busy;  /* the same local rank on every node (when all hold as many) */
 	char *direct_tmp;         /* coll_direct.c: two chunks, kept (a fresh 256 KiB per
 				   * call is an mmap and 64 page faults) */
+	char *stage_tmp;          /* coll_staged.c: a chunk reduced before it is
+				   * streamed out (cores far apart) */
 	char *reduce_out;         /* coll_reduce.c: a non-root's copy of a large reduce
 				   * across nodes, kept up to 64 MiB */
 	size_t reduce_out_len;
@@ -117,11 +119,12 @@ struct loom_comm {
 	struct loom_flight_slot *flight;  /* flight record slot, made then too */
 	int flight_tried;
 	int sleepy;  /* waits in a row that ended asleep (coll/xfer.c: loom_x_yield_window) */
-	/* coll/near.c: LOOM_STAGED (0: not read yet), the calls that could
-	 * take the slots so far, and whether the last look found the ranks'
-	 * cores far apart */
+	/* coll/near.c: LOOM_STAGED (0: not read yet), the calls that took
+	 * the slots and their bytes since the last look, whether the ranks
+	 * looked yet, and whether the slots are streamed (cores far apart) */
 	int staged_mode;
-	uint64_t near_calls;
+	uint64_t near_calls, near_bytes;
+	int near_looked;
 	int near_far;
 };
 

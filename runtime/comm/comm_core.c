@@ -154,6 +154,7 @@ void loom_comm_destroy(struct loom_comm *c)
 	free((void *)atomic_load(&c->status_rep));
 	free(c->scratch);
 	free(c->direct_tmp);
+	free(c->stage_tmp);
 	free(c->reduce_out);
 	free(c);
 }

@@ -95,12 +95,19 @@ int main(void)
 	is_int(loom_staged_mode_parse("auto"), LOOM_STAGED_AUTO, "LOOM_STAGED=auto: measure");
 	is_int(loom_staged_mode_parse("1"), LOOM_STAGED_ALWAYS, "LOOM_STAGED=1: the slots");
 	is_int(loom_staged_mode_parse("0"), LOOM_STAGED_NEVER, "LOOM_STAGED=0: direct reads");
+	is_int(loom_staged_mode_parse("stream"), LOOM_STAGED_STREAM, "LOOM_STAGED=stream: streamed slots");
 	is_int(loom_staged_mode_parse("yes"), -1, "LOOM_STAGED=yes: refused");
 	is_int(loom_staged_mode_parse("10"), -1, "LOOM_STAGED=10: refused");
-	ok(loom_slots_chosen(196, 0), "the slowest near placement seen (196 ns) takes the slots");
-	ok(!loom_slots_chosen(282, 0), "the fastest far placement seen (282 ns) takes direct reads");
-	ok(!loom_slots_chosen(5000, 0), "far, whatever the time: direct reads");
-	ok(loom_slots_chosen(1700, 1), "ranks sharing a CPU (1.7 us a hand-off) keep the slots");
+	ok(loom_cached_slots(196, 0), "the slowest near placement seen (196 ns) writes the slots cached");
+	ok(!loom_cached_slots(282, 0), "the fastest far placement seen (282 ns) streams them");
+	ok(!loom_cached_slots(5000, 0), "far, whatever the time: streamed");
+	ok(loom_cached_slots(1700, 1), "ranks sharing a CPU (1.7 us a hand-off) keep cached stores");
+	/* when the ranks look again: the first call, 64 calls, or 256 MiB */
+	ok(loom_near_due(0, 0), "the first large call looks");
+	ok(!loom_near_due(63, 63 * 256 * 1024), "63 allreduces of 256 KiB: no look yet");
+	ok(loom_near_due(64, 64 * 256 * 1024), "the 65th of 256 KiB looks");
+	ok(!loom_near_due(3, 3ull * 64 * 1024 * 1024), "3 of 64 MiB: no look yet");
+	ok(loom_near_due(4, 4ull * 64 * 1024 * 1024), "the 5th of 64 MiB looks (256 MiB since)");
 	{
 		int32_t two[] = { 0, 0 }, apart[] = { 0, 1, 3 }, three[] = { 1, 0, 1 }, unknown[] = { -1, -1 };
 		ok(loom_cpus_shared(two, 2), "2 ranks on CPU 0 share it");
