@@ -141,6 +141,10 @@ int loom_cpus_shared(const int32_t *cpu, int n);
 int loom_cached_slots(uint64_t worst_ns, int cpus_shared);
 /* whether to look again, calls and bytes of results since the last look */
 int loom_near_due(uint64_t calls, uint64_t bytes);
+/* a look to set aside (a rank kept off its CPU), after tries such in a row */
+int loom_look_unsure(uint64_t worst_ns, int cpus_shared, int tries);
+#define LOOM_NEAR_UNSURE_NS 2000u
+#define LOOM_NEAR_UNSURE_TRIES 3
 #define LOOM_NEAR_NS 240u     /* near: 73-196 ns, far: 282-441 (near.c) */
 #define LOOM_NEAR_ROUNDS 8
 #define LOOM_NEAR_BATCHES 8

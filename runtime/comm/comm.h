@@ -121,10 +121,11 @@ struct loom_comm {
 	int sleepy;  /* waits in a row that ended asleep (coll/xfer.c: loom_x_yield_window) */
 	/* coll/near.c: LOOM_STAGED (0: not read yet), the calls that took
 	 * the slots and their bytes since the last look, whether the ranks
-	 * looked yet, and whether the slots are streamed (cores far apart) */
+	 * looked yet, looks set aside in a row, and whether the slots are
+	 * streamed (cores far apart) */
 	int staged_mode;
 	uint64_t near_calls, near_bytes;
-	int near_looked;
+	int near_looked, near_unsure;
 	int near_far;
 };
 

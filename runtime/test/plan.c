@@ -102,6 +102,11 @@ int main(void)
 	ok(!loom_cached_slots(282, 0), "the fastest far placement seen (282 ns) streams them");
 	ok(!loom_cached_slots(5000, 0), "far, whatever the time: streamed");
 	ok(loom_cached_slots(1700, 1), "ranks sharing a CPU (1.7 us a hand-off) keep cached stores");
+	ok(loom_look_unsure(7600, 0, 0), "7.6 us on CPUs of their own: a rank was kept off its CPU, look again");
+	ok(loom_look_unsure(7600, 0, 2), "and again a third time");
+	ok(!loom_look_unsure(7600, 0, 3), "a fourth such look is taken as it is: streamed");
+	ok(!loom_look_unsure(441, 0, 0), "the slowest far placement seen (441 ns) is taken at once");
+	ok(!loom_look_unsure(1700, 1, 0), "ranks sharing a CPU (1.7 us) are taken at once");
 	/* when the ranks look again: the first call, 64 calls, or 256 MiB */
 	ok(loom_near_due(0, 0), "the first large call looks");
 	ok(!loom_near_due(63, 63 * 256 * 1024), "63 allreduces of 256 KiB: no look yet");
