@@ -8,3 +8,6 @@ bench_loom_bench_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 bench_loom_bench_LDADD += $(MPI_LIBS)
 endif
 EXTRA_DIST += bench/README.md bench/compare bench/compare-report.py bench/gloo-bench.py
+# how fast two CPUs hand cache lines over (runtime/coll/near.c); not installed
+noinst_PROGRAMS += bench/handoff
+bench_handoff_SOURCES = bench/handoff.c

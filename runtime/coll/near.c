@@ -8,12 +8,12 @@
  * line there, the fastest way. Between cores that do not, it takes the
  * line from the writer's cache, several times slower than from memory: on
  * the 2-core test VM, 256 MiB through a 1 MiB ring of 64 KiB chunks moves
- * at 9-13 GB/s near with cached stores, and far apart at 2-4.4 GB/s with
- * cached stores but 10-12.5 with streaming ones (8.4-9.8 near).
+ * at 9-14 GB/s near with cached stores, and far apart at 2-4.4 GB/s with
+ * cached stores but 10-12.5 with streaming ones (8.2-9.8 near).
  * The host moves the VM's two CPUs between the two placements every few
  * seconds to minutes; 2 ranks bound to them ran a 64 MiB allreduce in
  * 7.0-7.8 ms near (cached), and far apart in 32-35 ms with cached stores,
- * 14.5-18 by direct reads (coll_direct.c) and 9.0-10.3 streamed. The
+ * 13.7-18 by direct reads (coll_direct.c) and 9.0-11.4 streamed. The
  * fastest batch of 8 fast-box allreduces takes 73-196 ns near and 282-441
  * far (145 runs, 2026-12-06): LOOM_NEAR_NS lies between.
  *
@@ -34,10 +34,11 @@
  * that a rank was kept off its CPU meanwhile (1 in 16 first looks of the
  * bench on the test VM: 7.6-11 us), not where the cores are: the ranks
  * keep their way and look again at the next call, up to
- * LOOM_NEAR_UNSURE_TRIES times in a row. Either way block r of an allreduce is reduced by rank r in
- * the order r, r+1, ..., r-1: the results do not depend on the choice
- * (t2008 checks). LOOM_STAGED=1 keeps cached stores and =stream streaming
- * ones, with no measuring; =0 takes direct reads. */
+ * LOOM_NEAR_UNSURE_TRIES times in a row. Either way block r of an
+ * allreduce is reduced by rank r in the order r, r+1, ..., r-1: the
+ * results do not depend on the choice (t2008 checks). LOOM_STAGED=1 keeps
+ * cached stores and =stream streaming ones, with no measuring; =0 takes
+ * direct reads. */
 #include "coll/coll.h"
 
 #include <sched.h>
