@@ -8,8 +8,8 @@
  * line there, the fastest way. Between cores that do not, it takes the
  * line from the writer's cache, several times slower than from memory: on
  * the 2-core test VM, 256 MiB through a 1 MiB ring of 64 KiB chunks moves
- * at 9-14 GB/s near with cached stores, and far apart at 2-4.4 GB/s with
- * cached stores but 10-12.5 with streaming ones (8.2-9.8 near).
+ * at 8.2-14 GB/s near with cached stores, and far apart at 2-4.4 GB/s
+ * with cached stores but 10-12.8 with streaming ones (5.8-9.8 near).
  * The host moves the VM's two CPUs between the two placements every few
  * seconds to minutes; 2 ranks bound to them ran a 64 MiB allreduce in
  * 7.0-7.8 ms near (cached), and far apart in 32-35 ms with cached stores,
@@ -31,7 +31,7 @@
  * takes the same decision. When no two ranks share a CPU and the slowest
  * rank's mean is above LOOM_NEAR_NS, the slots are streamed until the
  * next look. A mean above LOOM_NEAR_UNSURE_NS on CPUs of their own says
- * that a rank was kept off its CPU meanwhile (1 in 16 first looks of the
+ * that a rank was kept off its CPU meanwhile (5 in 54 first looks of the
  * bench on the test VM: 7.6-11 us), not where the cores are: the ranks
  * keep their way and look again at the next call, up to
  * LOOM_NEAR_UNSURE_TRIES times in a row. Either way block r of an
