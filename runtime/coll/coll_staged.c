@@ -124,9 +124,11 @@ int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 	int N = c->size, me = c->rank, k, rc = 0;
 	struct stage g;
 	char *tmp = NULL;
-	if (c->near_far && !(tmp = stage_tmp(c)))
-		return LOOM_ERR_NOMEM;
 	stage_begin(&g, c, o);
+	/* no scratch: cached stores, slower far apart but the same bytes,
+	 * and the peers read the slots alike either way */
+	if (g.stream && !(tmp = stage_tmp(c)))
+		g.stream = 0;
 	nch = (loom_blk_cnt(n, N, 0) + step - 1) / step;  /* block 0 is the largest */
 	for (j = 0; j < nch && !rc; j++) {
 		size_t m = chunk_cnt(n, N, me, j, step), at = loom_blk_off(n, N, me) + j * step;
