@@ -86,10 +86,11 @@ test_expect_success 'srun -N1 -n2, both find it fast (50 ns): both keep the slot
 		env_srun -N1 -n2 -- sh -c "exec taskset -c \$RANK \"\$@\"" sh $COLL large $((2 * 1024 * 1024 + 3)) &&
 	test "$(grep -c "takes 50 ns (limit [0-9]*): large collectives in the node by the ring slots" "$TEST_TMP/o")" -eq 2
 '
-# the ways rank $1 logged, one a line, in order
+# what rank $1 concluded at each look, one a line, in order: the slowest
+# rank's time and the way, or a look set aside (the same on every rank)
 ways() {
 	grep "^loom\[$1/2 [^]]*\]: comm world: a fast-box allreduce takes" "$TEST_TMP/o" |
-		sed "s/.*: large collectives in the node by //"
+		sed "s/^loom\[[^]]*\]: //"
 }
 test_expect_success 'srun -N1 -n2, two CPUs: both ranks take the same way at every look (whichever the host allows), right' '
 	LOOM_TIMEOUT=60 LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES &&
