@@ -62,6 +62,12 @@ test_expect_success 'srun -N1 -n2, both ranks on one CPU: they see it and keep t
 	test "$(grep -c "ranks share a CPU: large collectives in the node by the ring slots" "$TEST_TMP/o")" -eq 2 &&
 	! grep "large collectives in the node by streamed slots" "$TEST_TMP/o"
 '
+# what rank $1 concluded at each look, one a line, in order: the slowest
+# rank's time and the way, or a look set aside (the same on every rank)
+ways() {
+	grep "^loom\[$1/2 [^]]*\]: comm world: a fast-box allreduce takes" "$TEST_TMP/o" |
+		sed "s/^loom\[[^]]*\]: //"
+}
 # LOOM_TEST_NEAR_NS stands for what a rank measured; each rank is bound
 # to its own CPU, as ranks that share one keep the slots whatever it says
 test_expect_success 'srun -N1 -n2, one rank finds the hand-off slow (400 ns), the other fast: both stream the slots, right' '
@@ -73,8 +79,9 @@ test_expect_success 'srun -N1 -n2, a rank kept off its CPU (5 us): both look aga
 	LOOM_TIMEOUT=60 LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" \
 		env_srun -N1 -n2 -- sh -c "LOOM_TEST_NEAR_NS=\$((RANK ? 5000 : 50)) exec taskset -c \$RANK \"\$@\"" sh $COLL large $((2 * 1024 * 1024 + 3)) &&
 	for r in 0 1; do
-		grep "^loom\[$r/2 [^]]*\]: comm world: a fast-box allreduce takes" "$TEST_TMP/o" | sed "s/.*takes //" >"$TEST_TMP/looks$r" &&
-		printf "%s\n" "5000 ns, a rank kept off its CPU: looking again at the next call" \
+		ways $r >"$TEST_TMP/looks$r" &&
+		printf "comm world: a fast-box allreduce takes %s\n" \
+			"5000 ns, a rank kept off its CPU: looking again at the next call" \
 			"5000 ns, a rank kept off its CPU: looking again at the next call" \
 			"5000 ns, a rank kept off its CPU: looking again at the next call" \
 			"5000 ns (limit 240): large collectives in the node by streamed slots" >"$TEST_TMP/want" &&
@@ -86,12 +93,6 @@ test_expect_success 'srun -N1 -n2, both find it fast (50 ns): both keep the slot
 		env_srun -N1 -n2 -- sh -c "exec taskset -c \$RANK \"\$@\"" sh $COLL large $((2 * 1024 * 1024 + 3)) &&
 	test "$(grep -c "takes 50 ns (limit [0-9]*): large collectives in the node by the ring slots" "$TEST_TMP/o")" -eq 2
 '
-# what rank $1 concluded at each look, one a line, in order: the slowest
-# rank's time and the way, or a look set aside (the same on every rank)
-ways() {
-	grep "^loom\[$1/2 [^]]*\]: comm world: a fast-box allreduce takes" "$TEST_TMP/o" |
-		sed "s/^loom\[[^]]*\]: //"
-}
 test_expect_success 'srun -N1 -n2, two CPUs: both ranks take the same way at every look (whichever the host allows), right' '
 	LOOM_TIMEOUT=60 LOOM_DEBUG=info ranks_pass 2 "all checks passed (2 ranks)" env_srun -N1 -n2 -- $COLL large $BYTES &&
 	ways 0 >"$TEST_TMP/w0" && ways 1 >"$TEST_TMP/w1" &&
