@@ -10,9 +10,12 @@ is then the highest). Ratios are speed-ups: a peer's time over loom's, so
 memcpy bandwidth measured in the same step, loom/all over what each rank
 copies while every rank copies at once (memcpy_all: the bound of a
 2-rank allreduce in a node, where each rank reads its input and writes
-its result)."""
+its result). Best of each column can take loom and memcpy from different
+rounds, so the allreduce's largest size is also shown round by round,
+each ratio from the one round."""
 import math
 import os
+import statistics
 import re
 import sys
 
@@ -60,11 +63,13 @@ class Series:
 
     def __init__(self):
         self.best = {}
+        self.by_round = {}   # round -> size -> busbw
 
-    def add(self, size, t, bw):
+    def add(self, size, t, bw, rnd=0):
         cur = self.best.get(size)
         if cur is None or t < cur[0]:
             self.best[size] = [t, bw]
+        self.by_round.setdefault(rnd, {})[size] = bw
 
     def time(self, s):
         return self.best[s][0] if s in self.best else None
@@ -102,19 +107,19 @@ def parse(dirname):
             if size == 0:   # 8 B split over more ranks than elements
                 continue
             nrows += 1
-            d.setdefault(who, Series()).add(size, t, bw)
+            d.setdefault(who, Series()).add(size, t, bw, rnd)
             if who == "loom":
                 k = 10
                 if mpi_cols and len(v) >= 12:
-                    d.setdefault("mpi", Series()).add(size, float(v[10]), float(v[11]))
+                    d.setdefault("mpi", Series()).add(size, float(v[10]), float(v[11]), rnd)
                     k = 12
                 if len(v) > k:
                     mc = float(v[k])
                     # the limit: the best memcpy seen, kept as a "time" of -bw
-                    d.setdefault("memcpy", Series()).add(size, -mc, mc)
+                    d.setdefault("memcpy", Series()).add(size, -mc, mc, rnd)
                 if len(v) > k + 1:
                     mc = float(v[k + 1])
-                    d.setdefault("memcpy_all", Series()).add(size, -mc, mc)
+                    d.setdefault("memcpy_all", Series()).add(size, -mc, mc, rnd)
         if nrows == 0 and who not in st:
             st[who] = "failed (see raw/%s.err)" % fn
     return data, status, len(rounds)
@@ -151,6 +156,42 @@ def table(coll, shape, d, st, nrounds):
             fmt_ratio(g["mpi"].time(s), lt), fmt_ratio(g["gloo"].time(s), lt),
             fmt_pct(g["loom"].bw(s), g["memcpy"].bw(s)),
             fmt_pct(g["loom"].bw(s), g["memcpy_all"].bw(s))))
+    return out
+
+
+def per_round(coll, shape, d):
+    """the largest size, round by round: loom against the memcpy of its
+    own round (a bound moves with the host from round to round)"""
+    loom = d.get("loom")
+    if not loom or not loom.best:
+        return []
+    top = max(loom.best)
+    g = {p: d.get(p, Series()) for p in PEERS + ("memcpy", "memcpy_all")}
+
+    def bw(p, r):
+        return g[p].by_round.get(r, {}).get(top)
+    out = ["", "### %s, %s, %s, round by round" % (coll, SHAPES.get(shape, shape), fmt_size(top)),
+           "", "| round | loom GB/s | Open MPI GB/s | gloo GB/s | memcpy GB/s | memcpy_all GB/s "
+           "| vs Open MPI | vs gloo | loom/memcpy | loom/all |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    shares = {"memcpy": [], "memcpy_all": []}
+    for r in sorted(loom.by_round):
+        lb = bw("loom", r)
+        if lb is None:
+            continue
+        for m in shares:
+            if bw(m, r):
+                shares[m].append(lb / bw(m, r))
+        # busbw ratios: the same speed-ups as the time ratios above
+        out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r, fmt_bw(lb), fmt_bw(bw("mpi", r)), fmt_bw(bw("gloo", r)), fmt_bw(bw("memcpy", r)),
+            fmt_bw(bw("memcpy_all", r)), fmt_ratio(lb, bw("mpi", r)), fmt_ratio(lb, bw("gloo", r)),
+            fmt_pct(lb, bw("memcpy", r)), fmt_pct(lb, bw("memcpy_all", r))))
+    if shares["memcpy"]:
+        out += ["", "Median over %d round(s): loom/memcpy %.1f%%, loom/all %s." % (
+            len(shares["memcpy"]), 100 * statistics.median(shares["memcpy"]),
+            "%.1f%%" % (100 * statistics.median(shares["memcpy_all"]))
+            if shares["memcpy_all"] else "—")]
     return out
 
 
@@ -274,6 +315,8 @@ def main():
             if not d or not any(s.best for s in d.values()):
                 continue
             out += table(coll, shape, d, status[(coll, shape)], nrounds)
+            if coll == "allreduce" and shape == "1x2":
+                out += per_round(coll, shape, d)
             # a curve needs a few sizes; one or two are read in the table
             if any(len(s.best) > 2 for s in d.values()):
                 panels.append((coll, shape, d))

@@ -22,4 +22,5 @@ dist_check_SCRIPTS += \
 	t/t3004-conformance-errors.t \
 	t/t3005-bench-cluster.t \
 	t/t3007-bench-compare.t \
+	t/t3008-compare-report.t \
 	t/t3006-conformance-mpi-backend.t
