@@ -44,6 +44,14 @@ test_expect_success 'allreduce tables: one well-formed row per size for loom and
 	done
 '
 
+test_expect_success 'the 2-rank allreduce at 64 KiB round by round: one row, the medians' '
+	sed -n "/^### allreduce, 2 ranks, 1 node, 64 KiB, round by round/,/^Median/p" "$TEST_TMP/rep" >"$TEST_TMP/t"
+	cat "$TEST_TMP/t"
+	m=$(cell $have_mpi); g=$(cell $have_gloo)
+	grep -Eq "^\| 1 \| $num \| $m \| $g \| $num \| $num \| ${m}x? \| ${g}x? \| $num% \| $num% \|\$" "$TEST_TMP/t" &&
+	grep -Eq "^Median over 1 round\(s\): loom/memcpy $num%, loom/all $num%\.\$" "$TEST_TMP/t"
+'
+
 test_expect_success 'reduce_scatter: gloo has none, said so; loom and Open MPI rows are there' '
 	sed -n "/^### reduce_scatter, 2 ranks, 1 node/,/^###/p" "$TEST_TMP/rep" >"$TEST_TMP/t"
 	cat "$TEST_TMP/t"
