@@ -8,7 +8,7 @@
 # from it and exports exactly the functions loom.h declares.
 noinst_LTLIBRARIES += runtime/libloom_core.la
 runtime_libloom_core_la_SOURCES =
-runtime_libloom_core_la_CFLAGS = $(AM_CFLAGS) -pthread
+runtime_libloom_core_la_CFLAGS = $(AM_CFLAGS) $(LOOM_LTO_FLAGS) -pthread
 runtime_libloom_core_la_LIBADD =
 include $(srcdir)/runtime/util/local.mk
 include $(srcdir)/runtime/metrics/local.mk
@@ -30,7 +30,7 @@ EXTRA_DIST += runtime/README.md
 runtime_libloom_la_SOURCES =
 runtime_libloom_la_LIBADD = runtime/libloom_core.la
 runtime_libloom_la_LDFLAGS = -version-info 0:0:0 -pthread -export-symbols runtime/loom.sym \
-	$(LOOM_SYMBOLIC_LDFLAGS)
+	$(LOOM_SYMBOLIC_LDFLAGS) $(LOOM_LTO_FLAGS)
 EXTRA_runtime_libloom_la_DEPENDENCIES = runtime/loom.sym
 # the exported names: every function loom.h declares
 runtime/loom.sym: $(srcdir)/runtime/loom.h
