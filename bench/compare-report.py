@@ -15,8 +15,8 @@ rounds, so the allreduce's largest size is also shown round by round,
 each ratio from the one round."""
 import math
 import os
-import statistics
 import re
+import statistics
 import sys
 
 SHAPES = {"1x2": "2 ranks, 1 node", "2x4": "4 ranks, 2 nodes x 2 tasks",
@@ -176,17 +176,18 @@ def per_round(coll, shape, d):
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     shares = {"memcpy": [], "memcpy_all": []}
     for r in sorted(loom.by_round):
-        lb = bw("loom", r)
+        b = {p: bw(p, r) for p in g}
+        lb = b["loom"]
         if lb is None:
             continue
         for m in shares:
-            if bw(m, r):
-                shares[m].append(lb / bw(m, r))
+            if b[m]:
+                shares[m].append(lb / b[m])
         # busbw ratios: the same speed-ups as the time ratios above
         out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r, fmt_bw(lb), fmt_bw(bw("mpi", r)), fmt_bw(bw("gloo", r)), fmt_bw(bw("memcpy", r)),
-            fmt_bw(bw("memcpy_all", r)), fmt_ratio(lb, bw("mpi", r)), fmt_ratio(lb, bw("gloo", r)),
-            fmt_pct(lb, bw("memcpy", r)), fmt_pct(lb, bw("memcpy_all", r))))
+            r, fmt_bw(lb), fmt_bw(b["mpi"]), fmt_bw(b["gloo"]), fmt_bw(b["memcpy"]),
+            fmt_bw(b["memcpy_all"]), fmt_ratio(lb, b["mpi"]), fmt_ratio(lb, b["gloo"]),
+            fmt_pct(lb, b["memcpy"]), fmt_pct(lb, b["memcpy_all"])))
     if shares["memcpy"]:
         out += ["", "Median over %d round(s): loom/memcpy %.1f%%, loom/all %s." % (
             len(shares["memcpy"]), 100 * statistics.median(shares["memcpy"]),
