@@ -22,7 +22,9 @@ dist_check_SCRIPTS += \
 	t/t0002-plugin-chain.t \
 	t/t0003-contrib.t \
 	t/t0005-man.t \
-	t/t0007-runtime-layers.t
+	t/t0007-runtime-layers.t \
+	t/t0008-call-circles.t
+EXTRA_DIST += t/lib/call-circles.py
 TESTS += $(dist_check_SCRIPTS)
 
 # the per-area summary comes last: its log waits for every other test's
