@@ -1,7 +1,8 @@
 #!/bin/sh
 # The runtime's layers hold in the built code: no call from a folder of
-# runtime/ into a folder above it (runtime/README.md gives the order), and
-# libloom.so exports exactly the functions loom.h declares.
+# runtime/ into a folder above it (runtime/README.md gives the order), no
+# #include of a folder above it, and libloom.so exports exactly the
+# functions loom.h declares.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 command -v nm >/dev/null 2>&1 || skip_all "nm (binutils) not installed"
 B=$LOOM_BUILD_DIR/runtime
@@ -45,6 +46,42 @@ test_expect_success 'no call goes up a layer' '
 			printf \"%d calls between runtime objects checked\\n\", edges
 			exit bad > 0 || edges < 100
 		}" "$TEST_TMP/syms"
+'
+
+# "file:line: text" for each #include "<upper>/..." in runtime/<folder>/
+# of tree $1 where <upper> comes after <folder> in ORDER; the unit tests
+# in runtime/<folder>/test/ may include anything and are not looked at
+includes_up() {
+	local i=0 j f g s
+	for f in $ORDER; do
+		i=$((i + 1)) j=0
+		for g in $ORDER; do
+			j=$((j + 1))
+			[ $j -gt $i ] || continue
+			for s in "$1/runtime/$f"/*.[ch]; do
+				[ -f "$s" ] || continue
+				grep -Hn "^[[:space:]]*#[[:space:]]*include[[:space:]]*[\"<]\(\.\./\)\{0,1\}$g/" "$s" |
+					sed "s|^$1/||"
+			done
+		done
+	done
+}
+
+test_expect_success 'the include check finds an upward include of a hand-made tree' '
+	mkdir -p "$TEST_TMP/fix/runtime/comm/test" "$TEST_TMP/fix/runtime/coll" &&
+	printf "#include \"util/util.h\"\n#include \"comm/comm.h\"\n" >"$TEST_TMP/fix/runtime/coll/x.c" &&
+	printf "#include \"ckpt/ckpt.h\"\n" >"$TEST_TMP/fix/runtime/comm/test/t.c" &&
+	includes_up "$TEST_TMP/fix" >"$TEST_TMP/up" &&
+	test ! -s "$TEST_TMP/up" &&
+	printf "#  include <../core/core.h>\n" >"$TEST_TMP/fix/runtime/coll/coll.h" &&
+	includes_up "$TEST_TMP/fix" >"$TEST_TMP/up" &&
+	cat "$TEST_TMP/up" &&
+	test "$(cat "$TEST_TMP/up")" = "runtime/coll/coll.h:1:#  include <../core/core.h>"
+'
+
+test_expect_success 'no #include goes up a layer' '
+	includes_up "$LOOM_SRC_DIR" >"$TEST_TMP/up" &&
+	{ test ! -s "$TEST_TMP/up" || { cat "$TEST_TMP/up"; false; }; }
 '
 
 test_expect_success 'libloom.so exports exactly the functions of loom.h' '
