@@ -23,7 +23,8 @@ dist_check_SCRIPTS += \
 	t/t0003-contrib.t \
 	t/t0005-man.t \
 	t/t0007-runtime-layers.t \
-	t/t0008-call-circles.t
+	t/t0008-call-circles.t \
+	t/t0009-global-names.t
 EXTRA_DIST += t/lib/call-circles.py
 TESTS += $(dist_check_SCRIPTS)
 
