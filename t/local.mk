@@ -24,8 +24,9 @@ dist_check_SCRIPTS += \
 	t/t0005-man.t \
 	t/t0007-runtime-layers.t \
 	t/t0008-call-circles.t \
-	t/t0009-global-names.t
-EXTRA_DIST += t/lib/call-circles.py
+	t/t0009-global-names.t \
+	t/t0010-long-functions.t
+EXTRA_DIST += t/lib/call-circles.py t/lib/long-functions.py
 TESTS += $(dist_check_SCRIPTS)
 
 # the per-area summary comes last: its log waits for every other test's
