@@ -38,15 +38,6 @@ runtime/loom.sym: $(srcdir)/runtime/loom.h
 		$(srcdir)/runtime/loom.h | sort -u >$@
 CLEANFILES += runtime/loom.sym
 
-# unit tests of the runtime (TAP, t/tap.h); those that look inside link
-# the convenience library
-check_PROGRAMS += runtime/test/strerror runtime/test/single
-runtime_test_strerror_SOURCES = runtime/test/strerror.c
-runtime_test_strerror_LDADD = runtime/libloom.la
-runtime_test_single_SOURCES = runtime/test/single.c
-runtime_test_single_LDADD = runtime/libloom.la
-TESTS += runtime/test/strerror runtime/test/single
-
 # multi-rank test program for the cluster tests t/t2*.t (not installed)
 check_PROGRAMS += t/runtime/coll-check
 t_runtime_coll_check_SOURCES = t/runtime/coll-check.c

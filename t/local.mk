@@ -1,5 +1,5 @@
 # t/: the test suite. `make check` runs C unit tests (beside the code they
-# test, e.g. spank/test/, runtime/test/) and shell tests t/tNNNN-topic.t,
+# test, e.g. spank/test/, runtime/util/test/) and shell tests t/tNNNN-topic.t,
 # all producing TAP, through Automake's tap-driver.sh.
 TEST_EXTENSIONS = .t
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh

@@ -7,7 +7,7 @@ prom="python3 $LOOM_SRC_DIR/t/lib/promtext.py"
 
 test_expect_success 'the unit program writes a metrics file that parses strictly' '
 	SLURM_JOB_ID=77 LOOM_METRICS_FILE="$TEST_TMP/m-%j-%r.prom" \
-		"$LOOM_BUILD_DIR/runtime/test/metrics" >"$TEST_TMP/tap" &&
+		"$LOOM_BUILD_DIR/runtime/metrics/test/metrics" >"$TEST_TMP/tap" &&
 	! grep "^not ok" "$TEST_TMP/tap" &&
 	test -f "$TEST_TMP/m-77-3.prom" &&
 	$prom "$TEST_TMP/m-77-3.prom"

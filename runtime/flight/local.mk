@@ -14,7 +14,7 @@ t_runtime_flight_hang_LDADD = runtime/libloom.la
 dist_check_SCRIPTS += t/t2100-flight.t t/t2101-flight-corrupt.t t/t2102-flight-plugin.t \
 	t/t6002-flight-mpi.t
 # unit test: writer and reader on one record, and the cost per operation
-check_PROGRAMS += runtime/test/flight
-runtime_test_flight_SOURCES = runtime/test/flight.c
-runtime_test_flight_LDADD = runtime/libloom_core.la
-TESTS += runtime/test/flight
+check_PROGRAMS += runtime/flight/test/flight
+runtime_flight_test_flight_SOURCES = runtime/flight/test/flight.c
+runtime_flight_test_flight_LDADD = runtime/libloom_core.la
+TESTS += runtime/flight/test/flight

@@ -1,10 +1,10 @@
 # runtime/metrics/: per-communicator counters for Prometheus
 # (LOOM_METRICS_FILE)
 runtime_libloom_core_la_SOURCES += runtime/metrics/metrics.h runtime/metrics/metrics.c
-check_PROGRAMS += runtime/test/metrics
-runtime_test_metrics_SOURCES = runtime/test/metrics.c
-runtime_test_metrics_LDADD = runtime/libloom_core.la
-TESTS += runtime/test/metrics
+check_PROGRAMS += runtime/metrics/test/metrics
+runtime_metrics_test_metrics_SOURCES = runtime/metrics/test/metrics.c
+runtime_metrics_test_metrics_LDADD = runtime/libloom_core.la
+TESTS += runtime/metrics/test/metrics
 dist_check_SCRIPTS += t/t0004-metrics.t
 EXTRA_DIST += t/lib/promtext.py
 check_PROGRAMS += t/metrics/count_ops

@@ -3,7 +3,7 @@
  * whole cache lines; the head and tail around them are copied apart) */
 #include "config.h"
 #include "util/util.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * from them (runtime/comm/comm_core.c) answer as the arrays did. */
 #include "config.h"
 #include "comm/comm.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <stdlib.h>
 

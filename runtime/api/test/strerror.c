@@ -1,7 +1,7 @@
 /* unit test: every status has its own text */
 #include "config.h"
 #include "loom.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 int main(void)
 {

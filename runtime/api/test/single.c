@@ -2,7 +2,7 @@
  * loom.h does what it says, in place and out of place, every dtype. */
 #include "config.h"
 #include "loom.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <stdint.h>
 #include <stdlib.h>

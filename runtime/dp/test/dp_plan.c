@@ -1,9 +1,9 @@
-/* runtime/test/dp_plan.c: how loom_dp groups gradients into buckets:
+/* runtime/dp/test/dp_plan.c: how loom_dp groups gradients into buckets:
  * backward order, the cap, a tensor bigger than the cap, bf16 wire bytes,
  * LOOM_BUCKET_MB. Needs only a world of size 1. */
 #include "config.h"
 #include "loom.h"
-#include "t/tap.h"
+#include "../../../t/tap.h"
 
 #include <stdlib.h>
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 int main(void)
 {

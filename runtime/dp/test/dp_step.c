@@ -1,10 +1,10 @@
-/* runtime/test/dp_step.c: loom_dp steps in a world of size 1: the averaged
+/* runtime/dp/test/dp_step.c: loom_dp steps in a world of size 1: the averaged
  * gradient of one rank is the gradient itself (exactly in fp32, rounded to
  * bfloat16 on the bf16 wire, within half a bf16 ulp, 2^-8 relative), ready/finish rules,
  * several steps, statistics, and the bf16 rounding itself. */
 #include "config.h"
 #include "loom.h"
-#include "t/tap.h"
+#include "../../../t/tap.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 static char text[65536];
 

@@ -4,7 +4,7 @@
  * reductions computed in fp32 with one rounding. */
 #include "config.h"
 #include "util/util.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <math.h>
 #include <stdint.h>
