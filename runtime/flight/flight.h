@@ -117,14 +117,34 @@ void loom_flight_p2p_post(struct loom_flight_slot *s, int is_send, uint64_t coun
 void loom_flight_p2p_end(struct loom_flight_slot *s, int rc, double t);
 
 /* ---- the reader (flight_read.c) ---- */
+/* What a reader takes from a file, whoever made it: the slots in use
+ * (at most the writer's LOOM_FLIGHT_SLOTS), each with its newest
+ * LOOM_FLIGHT_KEEP_OPS operations at most, so one record costs at most
+ * 32 x (256 + 1024 x 64) bytes however large the file says it is. */
+#define LOOM_FLIGHT_KEEP_OPS 1024
+/* Default limits of loom_flight_read_dir: files looked at, bytes kept */
+#define LOOM_FLIGHT_READ_FILES 16384
+#define LOOM_FLIGHT_READ_BYTES ((size_t)512 << 20)
 struct loom_flight_rec {
 	char path[512];
-	struct loom_flight_hdr h;
-	struct loom_flight_slot *slots;   /* h.nslots of them, with their ops */
+	struct loom_flight_hdr h;         /* as in the file; the strings cleaned */
+	struct loom_flight_slot *slots;   /* nslots of them, each with nops ops */
 	size_t slot_bytes;
+	uint32_t nslots, nops;            /* slots read (those in use), ops kept per slot */
 	int gone;                         /* its pid is known dead (same host) */
 };
+/* Limits over one or several loom_flight_read_dir calls, and what they
+ * left out (zero it; max 0: the defaults above) */
+struct loom_flight_budget {
+	size_t max_files, max_bytes;
+	size_t files, bytes;              /* looked at, kept */
+	size_t skipped_files, skipped_bytes;  /* left out by each limit */
+};
 const char *loom_flight_kind_name(int kind);
+/* src into dst (size n) with every byte outside printable ASCII written
+ * as \xNN, cut short rather than in an escape: names in record files and
+ * directories are anybody's, and a terminal obeys ESC sequences. */
+void loom_flight_clean(char *dst, size_t n, const char *src);
 /* Read and check one record file. 0, or -1 with a message naming the file
  * in err. */
 int loom_flight_read(const char *path, struct loom_flight_rec *r, char *err, size_t errlen);
@@ -135,11 +155,25 @@ static inline const struct loom_flight_op *loom_flight_ops(const struct loom_fli
 	(void)r;
 	return (const struct loom_flight_op *)(s + 1);
 }
-/* Every *.flight file of dir (sorted); bad ones are reported through
- * bad(path-message) and skipped. Returns the count read, -1 when dir
- * cannot be listed (err says why). */
+/* operation seq of slot s, when the reader kept it */
+static inline const struct loom_flight_op *loom_flight_op_at(const struct loom_flight_rec *r,
+							      const struct loom_flight_slot *s,
+							      uint64_t seq)
+{
+	const struct loom_flight_op *o;
+	if (!seq)
+		return NULL;
+	o = loom_flight_ops(r, s) + (seq & (r->nops - 1));
+	return o->seq == seq ? o : NULL;
+}
+/* Every *.flight file of dir (sorted), within budget (NULL: the default
+ * limits for this call alone); bad ones are reported through
+ * bad(path-message) and skipped, those past a limit only counted in
+ * budget. Returns the count read, -1 when dir cannot be listed (err says
+ * why). */
 int loom_flight_read_dir(const char *dir, struct loom_flight_rec **recs, char *err, size_t errlen,
-			 void (*bad)(const char *msg, void *arg), void *arg);
+			 void (*bad)(const char *msg, void *arg), void *arg,
+			 struct loom_flight_budget *budget);
 
 /* ---- the analysis (flight_verdict.c) ---- */
 /* Findings, one line each, and the verdict, as text (json 0) or one JSON

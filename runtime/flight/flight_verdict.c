@@ -80,11 +80,7 @@ static void json_ints(FILE *f, const int *v, int n)
 
 static const struct loom_flight_op *op_at(const struct member *m, uint64_t seq)
 {
-	const struct loom_flight_op *o;
-	if (!seq)
-		return NULL;
-	o = loom_flight_ops(m->r, m->s) + (seq & (m->r->h.nops - 1));
-	return o->seq == seq ? o : NULL;
+	return loom_flight_op_at(m->r, m->s, seq);
 }
 
 static int failed_at(const struct member *m, uint64_t seq)
@@ -104,14 +100,22 @@ static int same_step(const struct loom_flight_rec *a, const char *job, const cha
 	return !strcmp(a->h.job, job) && !strcmp(a->h.step, step);
 }
 
-/* the communicators of all records, each with its members by rank */
-static int gather(struct loom_flight_rec *recs, int n, struct comm **out)
+/* Members of all communicators together, at most: a record names any
+ * size up to LOOM_FLIGHT_MAX_RANKS, and each communicator costs an entry
+ * per rank (memory, and a pass per finding) */
+#define MAX_MEMBERS ((size_t)1 << 21)
+
+/* the communicators of all records, each with its members by rank; those
+ * past MAX_MEMBERS counted in *skipped */
+static int gather(struct loom_flight_rec *recs, int n, struct comm **out, int *skipped)
 {
 	struct comm *cv = NULL, *nc;
 	int nco = 0, i, k;
 	uint32_t j;
+	size_t members = 0;
+	*skipped = 0;
 	for (i = 0; i < n; i++)
-		for (j = 0; j < recs[i].h.nslots; j++) {
+		for (j = 0; j < recs[i].nslots; j++) {
 			const struct loom_flight_slot *s =
 				(const void *)((const char *)recs[i].slots + j * recs[i].slot_bytes);
 			if (!s->used)
@@ -119,7 +123,12 @@ static int gather(struct loom_flight_rec *recs, int n, struct comm **out)
 			for (k = 0; k < nco; k++)
 				if (same_step(&recs[i], cv[k].job, cv[k].step) && same_comm(cv[k].key, s))
 					break;
+			if (k == nco && members + (size_t)s->size > MAX_MEMBERS) {
+				++*skipped;
+				continue;
+			}
 			if (k == nco) {
+				members += (size_t)s->size;
 				if (!(nc = realloc(cv, (size_t)(nco + 1) * sizeof *cv)))
 					goto oom;
 				cv = nc;
@@ -196,45 +205,61 @@ static void behind_text(char *b, size_t len, int rank, const struct member *m)
 }
 
 /* the first sequence number at which members called different operations:
- * fills kinds (distinct, at most 8) with the ranks of each */
+ * fills kinds (distinct, at most 8) with the ranks of each. A kind is
+ * what the record says, so it is checked before it makes a key. Only
+ * the members present are visited at each seq (a record may name a
+ * communicator of a million ranks and hold one). */
 static uint64_t mismatch(const struct comm *c, int *kinds, int *nk, int *who_kind)
 {
 	const struct loom_flight_slot *s = c->key;
 	uint64_t lo = 1, seq;
-	int i, k;
+	int i, k, np = 0, *present;
 	uint32_t nops = 0;
-	for (i = 0; i < s->size; i++)
-		if (c->m[i].r && (!nops || c->m[i].r->h.nops < nops))
-			nops = c->m[i].r->h.nops;
+	if (!(present = malloc((size_t)s->size * sizeof *present)))
+		return 0;
+	for (i = 0; i < s->size; i++) {
+		who_kind[i] = -1;
+		if (c->m[i].r) {
+			present[np++] = i;
+			if (!nops || c->m[i].r->nops < nops)
+				nops = c->m[i].r->nops;
+		}
+	}
 	if (c->maxp > nops)
 		lo = c->maxp - nops + 1;
 	for (seq = lo; seq <= c->maxp; seq++) {
 		*nk = 0;
-		for (i = 0; i < s->size; i++) {
-			const struct loom_flight_op *o = c->m[i].r ? op_at(&c->m[i], seq) : NULL;
+		for (int p = 0; p < np; p++) {
+			const struct loom_flight_op *o;
+			unsigned kind;
 			int key;
+			i = present[p];
 			who_kind[i] = -1;
-			if (!o)
+			if (!(o = op_at(&c->m[i], seq)))
 				continue;
-			key = (int)o->kind * 65536 + ((o->kind == 2 || o->kind == 3) ? o->root & 0xffff : 0);
+			kind = o->kind < LOOM_FLIGHT_NKINDS ? o->kind : 0;
+			key = (int)(kind << 16) + ((kind == 2 || kind == 3) ? o->root & 0xffff : 0);
 			for (k = 0; k < *nk && kinds[k] != key; k++)
 				;
 			if (k == *nk && *nk < 8)
 				kinds[(*nk)++] = key;
 			who_kind[i] = k;
 		}
-		if (*nk > 1)
+		if (*nk > 1) {
+			free(present);
 			return seq;
+		}
 	}
+	free(present);
 	return 0;
 }
 
 static void kind_text(char *b, size_t len, int key)
 {
-	int kind = key / 65536;
+	int kind = key >> 16;
 	cat(b, len, "%s", loom_flight_kind_name(kind));
 	if (kind == 2 || kind == 3)
-		cat(b, len, "(root %d)", key % 65536);
+		cat(b, len, "(root %d)", key & 0xffff);
 }
 
 struct out {
@@ -350,7 +375,7 @@ int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now,
 	struct out o = { f, json, 0, now };
 	struct comm *cv;
 	char v[1200], best[1200] = "";
-	int nco = gather(recs, n, &cv), i, maxsize = 1, stuck = 0, *tmp, *tmp2;
+	int skipped, nco = gather(recs, n, &cv, &skipped), i, maxsize = 1, stuck = 0, *tmp, *tmp2;
 	double worst = -1;
 	if (nco < 0)
 		return -1;
@@ -391,10 +416,15 @@ int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now,
 			json_ints(f, tmp, nr);
 			fprintf(f, "}");
 		}
-		fprintf(f, "],\"stuck\":%s,\"verdict\":", stuck ? "true" : "false");
+		fprintf(f, "],\"skipped_slots\":%d,\"stuck\":%s,\"verdict\":", skipped,
+			stuck ? "true" : "false");
 		loom_flight_json_str(f, best);
 		fprintf(f, "}\n");
 	} else {
+		if (skipped)
+			fprintf(f, "skipped %d communicator slots beyond the limit of %zu ranks over all "
+				"communicators\n",
+				skipped, MAX_MEMBERS);
 		fprintf(f, "verdict: %s\n", best);
 	}
 	for (i = 0; i < nco; i++)
@@ -421,7 +451,7 @@ void loom_flight_verdict(char *buf, size_t len)
 	int n, i;
 	FILE *f;
 	buf[0] = 0;
-	if (!d || (n = loom_flight_read_dir(d, &recs, err, sizeof err, NULL, NULL)) < 0)
+	if (!d || (n = loom_flight_read_dir(d, &recs, err, sizeof err, NULL, NULL, NULL)) < 0)
 		return;
 	if ((f = open_memstream(&line, &sz))) {
 		loom_flight_report(f, recs, n, epoch_now(), 0);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -448,10 +449,100 @@ static int metrics_path(char *dst, size_t n)
 	return 1;
 }
 
+/* A failed write is said once per process: the writer thread retries
+ * every interval, and a log line each time would drown the job's own. */
+static void flush_failed(const char *path, const char *what, int err)
+{
+	static _Atomic int said;
+	if (!atomic_exchange(&said, 1))
+		LOOM_WARN("metrics: %s: %s: %s; not written (said once)", path, what, strerror(err));
+}
+
+/* Write n bytes into a new file beside path, then rename it over path:
+ * readers never see half a file. The directory may be shared with other
+ * users (a textfile-collector directory, even /tmp), so nothing in it is
+ * trusted: the temporary has an unguessable name and is created with
+ * O_EXCL|O_NOFOLLOW|O_NONBLOCK (a link or FIFO planted there is neither
+ * followed nor waited on), and renameat replaces whatever entry has the
+ * final name without following it. */
+static int write_beside(const char *path, const char *buf, size_t n)
+{
+	char dir[4096], tmp[300], hex[17];
+	const char *base = strrchr(path, '/');
+	uint8_t rnd[8];
+	struct stat st;
+	size_t off = 0;
+	int dfd, fd = -1, rc = 0, tries;
+	if (base) {
+		size_t dl = (size_t)(base - path);
+		snprintf(dir, sizeof dir, "%.*s", (int)(dl ? dl : 1), path);
+		base++;
+	} else {
+		snprintf(dir, sizeof dir, ".");
+		base = path;
+	}
+	if (!*base || strlen(base) > 200) {
+		flush_failed(path, "not a file name", EINVAL);
+		return -EINVAL;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		rc = -errno;
+		flush_failed(path, "the directory", errno);
+		return rc;
+	}
+	for (tries = 0; fd < 0 && tries < 8; tries++) {
+		if (loom_random_bytes(rnd, sizeof rnd)) {
+			rc = -EIO;
+			break;
+		}
+		loom_hex_encode(rnd, sizeof rnd, hex);
+		snprintf(tmp, sizeof tmp, "%s.tmp.%s", base, hex);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			    0644);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		rc = rc ? rc : -errno;
+		flush_failed(path, "creating a temporary beside it", -rc);
+		close(dfd);
+		return rc;
+	}
+	/* created here (O_EXCL), so ours: checked all the same */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		rc = -EPERM;
+		flush_failed(path, "the temporary is not a regular file of ours", EPERM);
+	}
+	while (rc == 0 && off < n) {
+		ssize_t w = write(fd, buf + off, n - off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			flush_failed(path, "write", errno);
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) < 0 && rc == 0) {
+		rc = -errno;
+		flush_failed(path, "close", errno);
+	}
+	if (rc == 0 && renameat(dfd, tmp, dfd, base) < 0) {
+		rc = -errno;
+		flush_failed(path, "rename", errno);
+	}
+	if (rc != 0)
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
+	return rc;
+}
+
 int loom_metrics_flush(void)
 {
 	char path[4096];
-	int have = metrics_path(path, sizeof path);
+	int have = metrics_path(path, sizeof path), rc;
 	if (have <= 0)
 		return have;
 	size_t need = loom_metrics_render(NULL, 0) + 1;
@@ -461,33 +552,7 @@ int loom_metrics_flush(void)
 	size_t n = loom_metrics_render(buf, need);
 	if (n >= need)
 		n = need - 1;
-
-	/* write beside the target, then rename: readers never see half a file */
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		free(buf);
-		return -errno;
-	}
-	size_t off = 0;
-	int rc = 0;
-	while (off < n) {
-		ssize_t w = write(fd, buf + off, n - off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			break;
-		}
-		off += (size_t)w;
-	}
+	rc = write_beside(path, buf, n);
 	free(buf);
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc != 0)
-		unlink(tmp);
 	return rc;
 }

@@ -3,6 +3,9 @@
  *   loom-doctor [--json] DIR...       the records in DIR (every node's, when shared)
  *   loom-doctor [--json] --job JOBID  each node's records of a running job,
  *                                     copied here with srun --overlap
+ * It reads files anybody may have made, as root too: --max-files (16384)
+ * and --max-mb (512) bound what it reads and keeps; what they leave out
+ * is said.
  * Exit 0: nothing stuck; 1: a hang or mismatch found; 2: no usable record
  * or a usage error. */
 #include "flight/flight.h"
@@ -18,23 +21,62 @@ struct bad {
 	int json, n;
 };
 
-/* a file that is not a usable record: said, then skipped */
+/* a file that is not a usable record: said, then skipped (its name is
+ * anybody's: cleaned of control bytes for the terminal) */
 static void bad_file(const char *msg, void *arg)
 {
 	struct bad *b = arg;
+	char clean[2800];
 	if (b->json) {
 		printf("%s", b->n ? "," : "");
 		loom_flight_json_str(stdout, msg);
 	} else {
-		fprintf(stderr, "loom-doctor: %s; skipped\n", msg);
+		loom_flight_clean(clean, sizeof clean, msg);
+		fprintf(stderr, "loom-doctor: %s; skipped\n", clean);
 	}
 	b->n++;
 }
 
+/* what the limits left out, said once at the end */
+static void limits_said(struct bad *b, const struct loom_flight_budget *bu)
+{
+	char msg[200];
+	if (bu->skipped_files) {
+		snprintf(msg, sizeof msg, "%zu files beyond the limit of %zu files (--max-files)",
+			 bu->skipped_files, bu->max_files);
+		if (b->json) {
+			printf("%s", b->n++ ? "," : "");
+			loom_flight_json_str(stdout, msg);
+		} else {
+			fprintf(stderr, "loom-doctor: skipped %s\n", msg);
+		}
+	}
+	if (bu->skipped_bytes) {
+		snprintf(msg, sizeof msg, "%zu files beyond the limit of %zu MiB of records kept "
+			 "(--max-mb)", bu->skipped_bytes, bu->max_bytes >> 20);
+		if (b->json) {
+			printf("%s", b->n++ ? "," : "");
+			loom_flight_json_str(stdout, msg);
+		} else {
+			fprintf(stderr, "loom-doctor: skipped %s\n", msg);
+		}
+	}
+}
+
+/* a positive count for a limit, or 0 */
+static size_t limit_arg(const char *s)
+{
+	char *end;
+	unsigned long long v;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	return errno || *end || !*s || *s == '-' || !v || v > ((size_t)-1 >> 21) ? 0 : (size_t)v;
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: loom-doctor [--json] DIR...\n"
-			"       loom-doctor [--json] --job JOBID\n");
+	fprintf(stderr, "usage: loom-doctor [--json] [--max-files N] [--max-mb N] DIR...\n"
+			"       loom-doctor [--json] [--max-files N] [--max-mb N] --job JOBID\n");
 	return 2;
 }
 
@@ -99,6 +141,7 @@ int main(int argc, char **argv)
 {
 	struct loom_flight_rec *all = NULL, *recs, *nv;
 	struct bad b = { 0, 0 };
+	struct loom_flight_budget bu = { LOOM_FLIGHT_READ_FILES, LOOM_FLIGHT_READ_BYTES, 0, 0, 0, 0 };
 	char err[700], jobdir[64] = "";
 	const char *job = NULL;
 	int i, n = 0, k, first, stuck;
@@ -108,6 +151,12 @@ int main(int argc, char **argv)
 			b.json = 1;
 		else if (!strcmp(argv[first], "--job") && first + 1 < argc)
 			job = argv[++first];
+		else if (!strcmp(argv[first], "--max-files") && first + 1 < argc &&
+			 (bu.max_files = limit_arg(argv[first + 1])))
+			first++;
+		else if (!strcmp(argv[first], "--max-mb") && first + 1 < argc &&
+			 (bu.max_bytes = limit_arg(argv[first + 1]) << 20))
+			first++;
 		else if (!strcmp(argv[first], "--help") || !strcmp(argv[first], "-h"))
 			return usage(), 0;
 		else
@@ -121,7 +170,7 @@ int main(int argc, char **argv)
 		printf("{\"errors\":[");
 	for (i = first; i < argc || (job && i == first); i++) {
 		const char *d = job ? jobdir : argv[i];
-		k = loom_flight_read_dir(d, &recs, err, sizeof err, bad_file, &b);
+		k = loom_flight_read_dir(d, &recs, err, sizeof err, bad_file, &b, &bu);
 		if (k < 0) {
 			bad_file(err, &b);
 			continue;
@@ -133,6 +182,7 @@ int main(int argc, char **argv)
 		}
 		free(recs);
 	}
+	limits_said(&b, &bu);
 	if (b.json)
 		printf("],\"report\":");
 	clock_gettime(CLOCK_REALTIME, &ts);

@@ -15,3 +15,5 @@ dist_check_SCRIPTS += \
 	t/t7000-rendezvous-attacks.t \
 	t/t7001-shm-owner.t \
 	t/t7003-handshake-fuzz.t
+dist_check_SCRIPTS += t/t7110-metrics-file.t
+dist_check_SCRIPTS += t/t7111-doctor-bounds.t
