@@ -144,26 +144,12 @@ static int too_long(char *err, size_t errlen, int tk, const char *what, size_t c
 	return -1;
 }
 
-int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g,
-		       const loom_cpuset_t *allowed, int ntasks,
-		       const struct loom_affinity_spec *spec, int gpus_per_task,
-		       struct loom_task_plan *out, char *err, size_t errlen)
+/* grant positions ordered by NUMA node (unknown last), then GPU number */
+static void order_grant(const struct loom_topo *t, const struct loom_gpu_grant *g, int *order)
 {
-	int order[LOOM_GRANT_MAX], nic_use[LOOM_TOPO_MAX_NIC] = { 0 };
-	loom_cpuset_t usable, *pool;
-	int G = g->n;
-
-	if (ntasks <= 0)
-		return 0;
-	memset(out, 0, (size_t)ntasks * sizeof *out);
-	loom_cpuset_and(&usable, &t->cpus, allowed);
-	if (loom_cpuset_count(&usable) == 0)
-		usable = *allowed;
-
-	/* grant positions ordered by NUMA node, then GPU number */
-	for (int i = 0; i < G; i++)
+	for (int i = 0; i < g->n; i++)
 		order[i] = i;
-	for (int i = 1; i < G; i++)
+	for (int i = 1; i < g->n; i++)
 		for (int j = i; j > 0; j--) {
 			int a = t->gpu[g->physical[order[j - 1]]].numa, b = t->gpu[g->physical[order[j]]].numa;
 			if (a < 0) a = 1 << 20;
@@ -174,52 +160,70 @@ int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g
 				order[j - 1] = x;
 			}
 		}
+}
 
-	/* which grant positions each task gets */
-	if (spec->mode == LOOM_AFF_MAP) {
-		for (int tk = 0; tk < ntasks; tk++) {
-			int e = tk % spec->nmap;
-			for (int i = 0; i < spec->map_ngpu[e]; i++) {
-				int pos = spec->map_gpu[e][i];
-				if (pos >= G) {
-					snprintf(err, errlen,
-						 "--loom-affinity=map:...: entry %d names GPU %d, but the step has %d GPU%s on this node (0-%d)",
-						 e + 1, pos, G, G == 1 ? "" : "s", G - 1);
-					return -1;
-				}
-				out[tk].gpu[out[tk].ngpu++] = pos;
+/* map:...: task TK takes map entry TK % nmap, whose GPUs are grant positions */
+static int map_gpus(const struct loom_affinity_spec *spec, int G, int ntasks,
+		    struct loom_task_plan *out, char *err, size_t errlen)
+{
+	for (int tk = 0; tk < ntasks; tk++) {
+		int e = tk % spec->nmap;
+		for (int i = 0; i < spec->map_ngpu[e]; i++) {
+			int pos = spec->map_gpu[e][i];
+			if (pos >= G) {
+				snprintf(err, errlen,
+					 "--loom-affinity=map:...: entry %d names GPU %d, but the step has %d GPU%s on this node (0-%d)",
+					 e + 1, pos, G, G == 1 ? "" : "s", G - 1);
+				return -1;
 			}
-		}
-	} else if (G > 0) {
-		int gpt = gpus_per_task;
-		if (gpt > 0 && (long)gpt * ntasks > G) {
-			snprintf(err, errlen,
-				 "--loom-gpus-per-task=%d with %d tasks on this node needs %d GPUs, the step has %d here",
-				 gpt, ntasks, gpt * ntasks, G);
-			return -1;
-		}
-		if (gpt == 0)
-			gpt = G >= ntasks ? G / ntasks : 0;
-		if (gpt > LOOM_TASK_GPUS_MAX)
-			gpt = LOOM_TASK_GPUS_MAX;
-		for (int tk = 0; tk < ntasks; tk++) {
-			if (gpt == 0)   /* more tasks than GPUs: neighbours share one */
-				out[tk].gpu[out[tk].ngpu++] = order[(int)((long)tk * G / ntasks)];
-			else
-				for (int i = 0; i < gpt; i++)
-					out[tk].gpu[out[tk].ngpu++] = order[tk * gpt + i];
+			out[tk].gpu[out[tk].ngpu++] = pos;
 		}
 	}
+	return 0;
+}
 
-	/* the CPU pool of each task: its GPUs' local CPUs, or a NUMA node */
-	pool = calloc((size_t)ntasks, sizeof *pool);
+/* closest: GPUS_PER_TASK each (0: the G GPUs split evenly) in ORDER, so
+ * that a task's GPUs share a NUMA node where they can */
+static int split_gpus(const int *order, int G, int ntasks, int gpus_per_task,
+		      struct loom_task_plan *out, char *err, size_t errlen)
+{
+	int gpt = gpus_per_task;
+	if (gpt > 0 && (long)gpt * ntasks > G) {
+		snprintf(err, errlen,
+			 "--loom-gpus-per-task=%d with %d tasks on this node needs %d GPUs, the step has %d here",
+			 gpt, ntasks, gpt * ntasks, G);
+		return -1;
+	}
+	if (gpt == 0)
+		gpt = G >= ntasks ? G / ntasks : 0;
+	if (gpt > LOOM_TASK_GPUS_MAX)
+		gpt = LOOM_TASK_GPUS_MAX;
+	for (int tk = 0; tk < ntasks; tk++) {
+		if (gpt == 0)   /* more tasks than GPUs: neighbours share one */
+			out[tk].gpu[out[tk].ngpu++] = order[(int)((long)tk * G / ntasks)];
+		else
+			for (int i = 0; i < gpt; i++)
+				out[tk].gpu[out[tk].ngpu++] = order[tk * gpt + i];
+	}
+	return 0;
+}
+
+/* The CPUs of each task: its pool (its GPUs' local CPUs, or a NUMA node
+ * without GPUs, within USABLE), split among the tasks with the same pool
+ * into disjoint pieces. */
+static int assign_cpus(const struct loom_topo *t, const struct loom_gpu_grant *g,
+		       const loom_cpuset_t *usable, int ntasks, struct loom_task_plan *out,
+		       char *err, size_t errlen)
+{
+	loom_cpuset_t *pool = calloc((size_t)ntasks, sizeof *pool);
+	int nn = 0, numa_ok[LOOM_TOPO_MAX_NUMA];
+
 	if (!pool) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	int nn = 0, numa_ok[LOOM_TOPO_MAX_NUMA];
 	for (int i = 0; i < t->nnuma; i++)
-		if (loom_cpuset_intersects(&t->numa[i].cpus, &usable))
+		if (loom_cpuset_intersects(&t->numa[i].cpus, usable))
 			numa_ok[nn++] = i;
 	for (int tk = 0; tk < ntasks; tk++) {
 		struct loom_task_plan *p = &out[tk];
@@ -228,13 +232,12 @@ int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g
 			loom_cpuset_or(&pool[tk], &t->gpu[g->physical[p->gpu[i]]].cpus);
 		if (p->ngpu == 0 && nn > 0)
 			pool[tk] = t->numa[numa_ok[(int)((long)tk * nn / ntasks)]].cpus;
-		loom_cpuset_and(&pool[tk], &pool[tk], &usable);
+		loom_cpuset_and(&pool[tk], &pool[tk], usable);
 		if (loom_cpuset_count(&pool[tk]) == 0)
-			pool[tk] = usable;
+			pool[tk] = *usable;
 	}
-	/* tasks with the same pool share it: disjoint pieces */
 	for (int tk = 0; tk < ntasks; tk++) {
-		int k = 0, j = 0;
+		int k = 0, j = 0;       /* K tasks share this pool; this one is the Jth */
 		for (int o = 0; o < ntasks; o++)
 			if (loom_cpuset_equal(&pool[o], &pool[tk])) {
 				if (o < tk)
@@ -244,69 +247,133 @@ int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g
 		split_pool(t, &pool[tk], k, j, &out[tk].cpus);
 	}
 	free(pool);
+	return 0;
+}
 
+/* P->numa: the NUMA nodes of the task's CPUs, "-" none */
+static int numa_list(const struct loom_topo *t, int tk, struct loom_task_plan *p,
+		     char *err, size_t errlen)
+{
+	struct loom_sb sb;
+	loom_sb_init(&sb, p->numa, sizeof p->numa);
+	for (int i = 0; i < t->nnuma; i++)
+		if (loom_cpuset_intersects(&t->numa[i].cpus, &p->cpus) &&
+		    loom_sb_add(&sb, "%s%d", sb.len ? "," : "", t->numa[i].os_index) < 0)
+			return too_long(err, errlen, tk, "NUMA node list", sizeof p->numa);
+	if (!p->numa[0])
+		strcpy(p->numa, "-");
+	return 0;
+}
+
+/* The nearest NIC of each of P's GPUs (an HCA first, then the fewest
+ * users so far, NIC_USE, on a tie), NUMA-local without GPUs; into PICKED
+ * without repeats, counted in NIC_USE. Returns how many. */
+static int nearest_nics(const struct loom_topo *t, const struct loom_gpu_grant *g,
+			const struct loom_task_plan *p, int *nic_use, int *picked)
+{
+	int np = 0;
+	for (int i = 0; i < (p->ngpu ? p->ngpu : 1); i++) {
+		int best = -1;
+		long bestd = 0;
+		for (int n = 0; n < t->nnic; n++) {
+			long d;
+			if (p->ngpu)
+				d = t->gpu[g->physical[p->gpu[i]]].nic_dist[n];
+			else
+				d = (t->nic[n].numa >= 0 &&
+				     loom_cpuset_intersects(&t->numa[t->nic[n].numa].cpus, &p->cpus)) ? 0 : LOOM_DIST_FAR;
+			if (!t->nic[n].ib)
+				d += 2 * (long)LOOM_DIST_FAR;   /* an HCA first */
+			d = d * 64 + nic_use[n];
+			if (best < 0 || d < bestd) {
+				best = n;
+				bestd = d;
+			}
+		}
+		if (best < 0)
+			break;
+		int dup = 0;
+		for (int q = 0; q < np; q++)
+			dup |= picked[q] == best;
+		if (!dup) {
+			picked[np++] = best;
+			nic_use[best]++;
+		}
+	}
+	return np;
+}
+
+/* P->nic and P->nccl_ib_hca from the NP NICs in PICKED */
+static int nic_lists(const struct loom_topo *t, int tk, struct loom_task_plan *p,
+		     const int *picked, int np, char *err, size_t errlen)
+{
+	struct loom_sb nic, hca;
+	loom_sb_init(&nic, p->nic, sizeof p->nic);
+	loom_sb_init(&hca, p->nccl_ib_hca, sizeof p->nccl_ib_hca);
+	if (!np)
+		loom_sb_add(&nic, "-");
+	for (int q = 0; q < np; q++) {
+		const struct loom_topo_nic *n = &t->nic[picked[q]];
+		if (loom_sb_add(&nic, "%s%s", q ? "," : "", n->name) < 0)
+			return too_long(err, errlen, tk, "list of nearest NICs", sizeof p->nic);
+		if (n->ib && loom_sb_add(&hca, "%s%s", hca.len ? "," : "=", n->name) < 0)
+			return too_long(err, errlen, tk, "NCCL_IB_HCA", sizeof p->nccl_ib_hca);
+	}
+	return 0;
+}
+
+/* P->cuda_visible, and P's GPUs from grant positions to physical numbers */
+static int gpu_names(const struct loom_gpu_grant *g, int tk, struct loom_task_plan *p,
+		     char *err, size_t errlen)
+{
+	struct loom_sb cuda;
+	loom_sb_init(&cuda, p->cuda_visible, sizeof p->cuda_visible);
+	for (int i = 0; i < p->ngpu; i++) {
+		int pos = p->gpu[i];
+		if (loom_sb_add(&cuda, "%s%s", i ? "," : "", g->visible[pos]) < 0)
+			return too_long(err, errlen, tk, "CUDA_VISIBLE_DEVICES", sizeof p->cuda_visible);
+		p->gpu[i] = g->physical[pos];
+	}
+	return 0;
+}
+
+int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g,
+		       const loom_cpuset_t *allowed, int ntasks,
+		       const struct loom_affinity_spec *spec, int gpus_per_task,
+		       struct loom_task_plan *out, char *err, size_t errlen)
+{
+	int order[LOOM_GRANT_MAX], nic_use[LOOM_TOPO_MAX_NIC] = { 0 };
+	loom_cpuset_t usable;
+
+	if (ntasks <= 0)
+		return 0;
+	memset(out, 0, (size_t)ntasks * sizeof *out);
+	loom_cpuset_and(&usable, &t->cpus, allowed);
+	if (loom_cpuset_count(&usable) == 0)
+		usable = *allowed;
+
+	/* which grant positions each task gets */
+	order_grant(t, g, order);
+	if (spec->mode == LOOM_AFF_MAP) {
+		if (map_gpus(spec, g->n, ntasks, out, err, errlen) < 0)
+			return -1;
+	} else if (g->n > 0) {
+		if (split_gpus(order, g->n, ntasks, gpus_per_task, out, err, errlen) < 0)
+			return -1;
+	}
+	if (assign_cpus(t, g, &usable, ntasks, out, err, errlen) < 0)
+		return -1;
+	/* what each task's report and environment say (NICs in task order:
+	 * a task's pick counts against the later ones) */
 	for (int tk = 0; tk < ntasks; tk++) {
 		struct loom_task_plan *p = &out[tk];
-		struct loom_sb sb;
-		/* NUMA nodes of the CPUs */
-		loom_sb_init(&sb, p->numa, sizeof p->numa);
-		for (int i = 0; i < t->nnuma; i++)
-			if (loom_cpuset_intersects(&t->numa[i].cpus, &p->cpus) &&
-			    loom_sb_add(&sb, "%s%d", sb.len ? "," : "", t->numa[i].os_index) < 0)
-				return too_long(err, errlen, tk, "NUMA node list", sizeof p->numa);
-		if (!p->numa[0])
-			strcpy(p->numa, "-");
-		/* nearest NIC of each GPU (fewest users on a tie); NUMA-local without GPUs */
-		int picked[LOOM_TASK_GPUS_MAX + 1], np = 0;
-		for (int i = 0; i < (p->ngpu ? p->ngpu : 1); i++) {
-			int best = -1;
-			long bestd = 0;
-			for (int n = 0; n < t->nnic; n++) {
-				long d;
-				if (p->ngpu)
-					d = t->gpu[g->physical[p->gpu[i]]].nic_dist[n];
-				else
-					d = (t->nic[n].numa >= 0 &&
-					     loom_cpuset_intersects(&t->numa[t->nic[n].numa].cpus, &p->cpus)) ? 0 : LOOM_DIST_FAR;
-				if (!t->nic[n].ib)
-					d += 2 * (long)LOOM_DIST_FAR;   /* an HCA first */
-				d = d * 64 + nic_use[n];
-				if (best < 0 || d < bestd) {
-					best = n;
-					bestd = d;
-				}
-			}
-			if (best < 0)
-				break;
-			int dup = 0;
-			for (int q = 0; q < np; q++)
-				dup |= picked[q] == best;
-			if (!dup) {
-				picked[np++] = best;
-				nic_use[best]++;
-			}
-		}
-		struct loom_sb nic, hca, cuda;
-		loom_sb_init(&nic, p->nic, sizeof p->nic);
-		loom_sb_init(&hca, p->nccl_ib_hca, sizeof p->nccl_ib_hca);
-		loom_sb_init(&cuda, p->cuda_visible, sizeof p->cuda_visible);
-		if (!np)
-			loom_sb_add(&nic, "-");
-		for (int q = 0; q < np; q++) {
-			const struct loom_topo_nic *n = &t->nic[picked[q]];
-			if (loom_sb_add(&nic, "%s%s", q ? "," : "", n->name) < 0)
-				return too_long(err, errlen, tk, "list of nearest NICs", sizeof p->nic);
-			if (n->ib && loom_sb_add(&hca, "%s%s", hca.len ? "," : "=", n->name) < 0)
-				return too_long(err, errlen, tk, "NCCL_IB_HCA", sizeof p->nccl_ib_hca);
-		}
-		/* CUDA_VISIBLE_DEVICES, and grant positions -> physical numbers */
-		for (int i = 0; i < p->ngpu; i++) {
-			int pos = p->gpu[i];
-			if (loom_sb_add(&cuda, "%s%s", i ? "," : "", g->visible[pos]) < 0)
-				return too_long(err, errlen, tk, "CUDA_VISIBLE_DEVICES",
-						sizeof p->cuda_visible);
-			p->gpu[i] = g->physical[pos];
-		}
+		int picked[LOOM_TASK_GPUS_MAX + 1], np;
+		if (numa_list(t, tk, p, err, errlen) < 0)
+			return -1;
+		np = nearest_nics(t, g, p, nic_use, picked);
+		if (nic_lists(t, tk, p, picked, np, err, errlen) < 0 ||
+		    gpu_names(g, tk, p, err, errlen) < 0)
+			return -1;
 	}
 	return 0;
 }

@@ -25,29 +25,42 @@
 #include "topo_cache.h"
 #include "user_options.h"
 
-static struct loom_task_plan *plan;     /* one per local task, NULL: no binding */
-static int plan_ntasks;
-static int plan_simulated;              /* topology from a fixture, not this host */
-/* An error found in user_init fails every task in task_init: Slurm 22.05's
- * srun exits 0 when user_init fails, but not when the tasks fail. */
-static char node_error[1200];
-/* MASTER_ADDR of the step, worked out once per node in user_init, and
- * the warning its first task gives when no address of it resolves */
-static char step_master[256];
-static char master_warning[600];
-/* --loom-gpus-per-task on a node where the step has no GPU: its first
- * task says so */
-static int gpus_per_task_noop;
-/* LOOM_FLIGHT_DIR for the tasks (flight_kind 1 node-local, 2 shared, 0
- * none or the user's own), and whether a task on this node failed */
-static char flight_path[1024];
-static int flight_kind, flight_dirty;
-/* the node's topology, read as root from the topology cache before
- * user_init; NULL: user_init discovers it live. Why the cache was not
- * used goes to the slurmd log, and with --loom-affinity=verbose to the
- * node's first task. */
-static struct loom_topo *cached_topo;
-static char topo_warning[1100];
+/* What one SPANK callback leaves for a later one. slurmstepd runs the
+ * callbacks of one step on one node in one process (task_init in each
+ * task's fork of it), so this is the state of that step on that node. */
+static struct remote_state {
+	/* set by post_opt (root, before user_init): the node's topology from
+	 * the topology cache, NULL: user_init discovers it live (plan_affinity
+	 * takes it over). Why the cache was not used goes to the slurmd log,
+	 * and with --loom-affinity=verbose to the node's first task. */
+	struct loom_topo *cached_topo;
+	char topo_warning[1100];
+	/* set by user_init: an error found there fails every task in
+	 * task_init (Slurm 22.05's srun exits 0 when user_init fails, but not
+	 * when the tasks fail) */
+	char node_error[1200];
+	/* set by user_init: MASTER_ADDR of the step, and the warning its
+	 * first task gives when no address of it resolves */
+	char step_master[256];
+	char master_warning[600];
+	/* set by user_init (plan_affinity), freed by exit: one plan per local
+	 * task, NULL: no binding */
+	struct loom_task_plan *plan;
+	int plan_ntasks;
+	int plan_simulated;             /* topology from a fixture, not this host */
+	/* set by user_init: --loom-gpus-per-task on a node where the step has
+	 * no GPU, which its first task says */
+	int gpus_per_task_noop;
+	/* set by user_init (flight_setup): LOOM_FLIGHT_DIR for the tasks, and
+	 * flight_kind 1 node-local, 2 shared, 0 none or the user's own */
+	char flight_path[1024];
+	int flight_kind;
+	/* set by task_exit: a task on this node did not exit 0 (exit keeps
+	 * the node-local flight records) */
+	int flight_dirty;
+	/* set by task_exit: the requeue request was decided on, once per step */
+	int requeued;
+} remote;
 
 static int regular_step(spank_t sp)
 {
@@ -84,27 +97,27 @@ static int plan_affinity(spank_t sp)
 
 	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
 		return 0;
-	int from_cache = cached_topo != NULL;
-	topo = from_cache ? cached_topo : calloc(1, sizeof *topo);
-	cached_topo = NULL;
-	plan = calloc(ntasks, sizeof *plan);
-	if (!topo || !plan) {
-		snprintf(node_error, sizeof node_error, "--loom-affinity: out of memory");
+	int from_cache = remote.cached_topo != NULL;
+	topo = from_cache ? remote.cached_topo : calloc(1, sizeof *topo);
+	remote.cached_topo = NULL;
+	remote.plan = calloc(ntasks, sizeof *remote.plan);
+	if (!topo || !remote.plan) {
+		snprintf(remote.node_error, sizeof remote.node_error, "--loom-affinity: out of memory");
 		goto out;
 	}
 	if (!from_cache &&
 	    loom_topo_load(topo, loom_cfg.topology_root, loom_cfg.nvml_library, err, sizeof err) < 0) {
-		snprintf(node_error, sizeof node_error, "--loom-affinity: %s", err);
+		snprintf(remote.node_error, sizeof remote.node_error, "--loom-affinity: %s", err);
 		goto out;
 	}
-	plan_simulated = strcmp(loom_cfg.topology_root, "/") != 0;
+	remote.plan_simulated = strcmp(loom_cfg.topology_root, "/") != 0;
 	if (grant.n = 0, loom_gpu_grant_parse(getenv_sp(sp, "SLURM_STEP_GPUS", step_gpus, sizeof step_gpus) ? step_gpus : NULL,
 				  getenv_sp(sp, "CUDA_VISIBLE_DEVICES", cuda, sizeof cuda) ? cuda : NULL,
 				  topo->ngpu, &grant, err, sizeof err) < 0) {
-		snprintf(node_error, sizeof node_error, "--loom-affinity: %s", err);
+		snprintf(remote.node_error, sizeof remote.node_error, "--loom-affinity: %s", err);
 		goto out;
 	}
-	if (plan_simulated) {
+	if (remote.plan_simulated) {
 		allowed = topo->cpus;
 	} else {
 		cpu_set_t cs;
@@ -118,18 +131,18 @@ static int plan_affinity(spank_t sp)
 		}
 	}
 	if (loom_affinity_plan(topo, &grant, &allowed, (int)ntasks, &loom_eff.affinity,
-			       loom_eff.gpus_per_task, plan, err, sizeof err) < 0) {
-		snprintf(node_error, sizeof node_error, "%s", err);
+			       loom_eff.gpus_per_task, remote.plan, err, sizeof err) < 0) {
+		snprintf(remote.node_error, sizeof remote.node_error, "%s", err);
 		goto out;
 	}
-	gpus_per_task_noop = (loom_user_set & (1u << LOOM_OPT_GPUS_PER_TASK)) && grant.n == 0;
-	plan_ntasks = (int)ntasks;
+	remote.gpus_per_task_noop = (loom_user_set & (1u << LOOM_OPT_GPUS_PER_TASK)) && grant.n == 0;
+	remote.plan_ntasks = (int)ntasks;
 	rc = 0;
 out:
 	free(topo);
 	if (rc < 0) {
-		free(plan);
-		plan = NULL;
+		free(remote.plan);
+		remote.plan = NULL;
 	}
 	return rc;
 }
@@ -145,16 +158,17 @@ static void find_master(spank_t sp)
 	char list[8192], first[256], note[512];
 	int warn;
 
-	step_master[0] = '\0';
+	remote.step_master[0] = '\0';
 	if ((!getenv_sp(sp, "SLURM_STEP_NODELIST", list, sizeof list) &&
 	     !getenv_sp(sp, "SLURM_JOB_NODELIST", list, sizeof list)) ||
 	    loom_hostlist_first(list, first, sizeof first) < 0 ||
-	    loom_master_addr(first, NULL, step_master, sizeof step_master, note, sizeof note, &warn) < 0) {
-		step_master[0] = '\0';
+	    loom_master_addr(first, NULL, remote.step_master, sizeof remote.step_master,
+			     note, sizeof note, &warn) < 0) {
+		remote.step_master[0] = '\0';
 		return;
 	}
 	if (warn)
-		snprintf(master_warning, sizeof master_warning, "%s", note);
+		snprintf(remote.master_warning, sizeof remote.master_warning, "%s", note);
 	else if (note[0])
 		slurm_info(LOOM_PREFIX "%s", note);
 }
@@ -164,16 +178,16 @@ static void flight_setup(spank_t sp)
 {
 	uint32_t job = 0, uid = 0;
 	char have[1024], err[300];
-	flight_kind = flight_dirty = 0;
+	remote.flight_kind = remote.flight_dirty = 0;
 	if (!regular_step(sp) || getenv_sp(sp, "LOOM_FLIGHT_DIR", have, sizeof have) ||
 	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
 		return;
-	flight_kind = loom_flight_dir_for(&loom_cfg, job, uid, flight_path, sizeof flight_path,
-					  err, sizeof err);
-	if (flight_kind < 0) {
+	remote.flight_kind = loom_flight_dir_for(&loom_cfg, job, uid, remote.flight_path,
+						 sizeof remote.flight_path, err, sizeof err);
+	if (remote.flight_kind < 0) {
 		slurm_error(LOOM_PREFIX "job %u: no flight records: %s", job, err);
-		flight_kind = 0;
+		remote.flight_kind = 0;
 	}
 }
 
@@ -187,26 +201,27 @@ int loom_remote_post_opt(spank_t sp)
 	int binds = loom_eff.affinity.mode != LOOM_AFF_NONE ||
 		    getenv_sp(sp, "SLURM_SPANK_LOOM_AFFINITY", v, sizeof v);
 
-	topo_warning[0] = '\0';
+	remote.topo_warning[0] = '\0';
 	if (!binds || !regular_step(sp) || strcmp(loom_cfg.topology_root, "/") != 0 ||
 	    strcmp(loom_cfg.topology_cache, "none") == 0)
 		return 0;
-	if (!(cached_topo = calloc(1, sizeof *cached_topo)))
+	if (!(remote.cached_topo = calloc(1, sizeof *remote.cached_topo)))
 		return 0;
-	rc = loom_topo_cache_load(cached_topo, loom_cfg.topology_cache, loom_cfg.nvml_library,
+	rc = loom_topo_cache_load(remote.cached_topo, loom_cfg.topology_cache, loom_cfg.nvml_library,
 				  note, sizeof note);
 	if (rc == LOOM_TOPO_CACHE_REUSED || rc == LOOM_TOPO_CACHE_WRITTEN) {
 		slurm_info(LOOM_PREFIX "%s", note);
 		return 0;
 	}
 	if (rc == LOOM_TOPO_CACHE_REFUSED) {
-		free(cached_topo);
-		cached_topo = NULL;
-		snprintf(topo_warning, sizeof topo_warning, "%s; discovering the topology live", note);
+		free(remote.cached_topo);
+		remote.cached_topo = NULL;
+		snprintf(remote.topo_warning, sizeof remote.topo_warning,
+			 "%s; discovering the topology live", note);
 	} else {
-		snprintf(topo_warning, sizeof topo_warning, "%s", note);
+		snprintf(remote.topo_warning, sizeof remote.topo_warning, "%s", note);
 	}
-	slurm_error(LOOM_PREFIX "%s", topo_warning);
+	slurm_error(LOOM_PREFIX "%s", remote.topo_warning);
 	return 0;
 }
 
@@ -214,9 +229,9 @@ int loom_remote_user_init(spank_t sp)
 {
 	char err[1200];
 
-	node_error[0] = '\0';
-	master_warning[0] = '\0';
-	gpus_per_task_noop = 0;
+	remote.node_error[0] = '\0';
+	remote.master_warning[0] = '\0';
+	remote.gpus_per_task_noop = 0;
 	if (loom_env_options(get_remote, sp) < 0)
 		return -1;
 	if (regular_step(sp))
@@ -228,7 +243,7 @@ int loom_remote_user_init(spank_t sp)
 		if (loom_ckpt_expand(loom_eff.ckpt_dir, job, 0, "--loom-ckpt", dir, sizeof dir,
 				     err, sizeof err) < 0 ||
 		    loom_ckpt_prepare(dir, 1, err, sizeof err) < 0) {
-			snprintf(node_error, sizeof node_error, "%s", err);
+			snprintf(remote.node_error, sizeof remote.node_error, "%s", err);
 			return 0;
 		}
 		strcpy(loom_eff.ckpt_dir, dir);  /* what the tasks and the requeue see */
@@ -239,7 +254,7 @@ int loom_remote_user_init(spank_t sp)
 			char cache[LOOM_CKPT_PATH_MAX];
 			if (loom_ckpt_expand(loom_eff.ckpt_cache, job, LOOM_EXPAND_KEEP_NODE,
 					     "--loom-ckpt-cache", cache, sizeof cache, err, sizeof err) < 0) {
-				snprintf(node_error, sizeof node_error, "%s", err);
+				snprintf(remote.node_error, sizeof remote.node_error, "%s", err);
 				return 0;
 			}
 			strcpy(loom_eff.ckpt_cache, cache);
@@ -277,8 +292,6 @@ int loom_remote_task_post_fork(spank_t sp)
 		slurm_error(LOOM_PREFIX "%s", err);
 	return 0;
 }
-
-static int requeued;
 
 static void state_name(uint32_t st, char *buf, size_t len)
 {
@@ -353,19 +366,19 @@ int loom_remote_task_exit(spank_t sp)
 	int r;
 
 	if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS || status != 0)
-		flight_dirty = 1;
-	if (requeued || !loom_eff.ckpt_dir[0] || !regular_step(sp) || !first_node(sp))
+		remote.flight_dirty = 1;
+	if (remote.requeued || !loom_eff.ckpt_dir[0] || !regular_step(sp) || !first_node(sp))
 		return 0;
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || job_user(sp, &ids) < 0) {
 		slurm_error(LOOM_PREFIX "cannot read the job id, step or user from Slurm: no requeue");
-		requeued = 1;
+		remote.requeued = 1;
 		return 0;
 	}
 	r = loom_requeue_read_as(loom_eff.ckpt_dir, &ids, text, sizeof text, err, sizeof err);
 	if (r == 0)
 		return 0;
-	requeued = 1;   /* decided once per step, whatever comes next */
+	remote.requeued = 1;   /* decided once per step, whatever comes next */
 	if (r < 0 || loom_requeue_parse(text, &req, err, sizeof err) < 0) {
 		loom_log_clean(err);
 		slurm_error(LOOM_PREFIX "job %u step %u: not requeueing: the requeue request %s/%s, "
@@ -425,31 +438,32 @@ static void flight_clean(spank_t sp)
 	struct loom_user_ids ids;
 	uint32_t job = 0, step = 0;
 	char err[1400];
-	if (flight_kind != 1 || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	if (remote.flight_kind != 1 || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
 		return;
-	if (flight_dirty) {
+	if (remote.flight_dirty) {
 		slurm_info(LOOM_PREFIX "job %u step %u: flight records kept in %s (a task on this "
-			   "node did not exit 0)", job, step, flight_path);
+			   "node did not exit 0)", job, step, remote.flight_path);
 		return;
 	}
-	if (job_user(sp, &ids) < 0 || loom_flight_clean_as(flight_path, step, &ids, err, sizeof err) < 0) {
+	if (job_user(sp, &ids) < 0 ||
+	    loom_flight_clean_as(remote.flight_path, step, &ids, err, sizeof err) < 0) {
 		slurm_error(LOOM_PREFIX "job %u step %u: flight records not removed: %s", job, step,
 			    job_user(sp, &ids) < 0 ? "cannot read the job's user from Slurm" : err);
 		return;
 	}
 	slurm_info(LOOM_PREFIX "job %u step %u: flight records removed from %s (every task on "
-		   "this node exited 0)", job, step, flight_path);
+		   "this node exited 0)", job, step, remote.flight_path);
 }
 
 void loom_remote_exit(spank_t sp)
 {
 	if (regular_step(sp))
 		flight_clean(sp);
-	flight_kind = 0;
+	remote.flight_kind = 0;
 	loom_ckpt_timer_stop();
-	free(plan);
-	plan = NULL;
+	free(remote.plan);
+	remote.plan = NULL;
 }
 
 static int ops_get(void *ctx, const char *name, char *buf, size_t len)
@@ -496,8 +510,8 @@ static int task_info(spank_t sp, struct loom_task_info *ti)
 		local_count = (uint32_t)n;
 	}
 	ti->local_world_size = local_count;
-	if (step_master[0] && strlen(step_master) < sizeof ti->master_addr) {
-		strcpy(ti->master_addr, step_master);
+	if (remote.step_master[0] && strlen(remote.step_master) < sizeof ti->master_addr) {
+		strcpy(ti->master_addr, remote.step_master);
 		return 0;
 	}
 	slurm_error(LOOM_PREFIX "cannot find the first host of the step's node list (SLURM_STEP_NODELIST)");
@@ -560,9 +574,9 @@ int loom_remote_task_init(spank_t sp)
 	int rc = 0, bound = 0;
 	char buf[32];
 
-	if (node_error[0]) {
-		loom_log_clean(node_error);    /* it may echo what the user set */
-		user_msg("", node_error);      /* the task's stderr: the user sees it */
+	if (remote.node_error[0]) {
+		loom_log_clean(remote.node_error);     /* it may echo what the user set */
+		user_msg("", remote.node_error);       /* the task's stderr: the user sees it */
 		return -1;
 	}
 	spank_setenv(sp, "LOOM_PLUGIN_VERSION", PACKAGE_VERSION, 1);
@@ -572,8 +586,8 @@ int loom_remote_task_init(spank_t sp)
 		if (loom_eff.ckpt_cache[0])
 			spank_setenv(sp, "LOOM_CKPT_CACHE", loom_eff.ckpt_cache, 1);
 	}
-	if (flight_kind)
-		spank_setenv(sp, "LOOM_FLIGHT_DIR", flight_path, 0);
+	if (remote.flight_kind)
+		spank_setenv(sp, "LOOM_FLIGHT_DIR", remote.flight_path, 0);
 	if (loom_eff.ckpt_signal) {
 		const char *name = loom_signal_name(loom_eff.ckpt_signal);
 		snprintf(buf, sizeof buf, "%d", loom_eff.ckpt_signal);
@@ -591,20 +605,20 @@ int loom_remote_task_init(spank_t sp)
 		slurm_error(LOOM_PREFIX "out of memory");
 		return -1;
 	}
-	if (plan && (int)ti.local_rank < plan_ntasks) {
-		p = &plan[ti.local_rank];
-		if (!plan_simulated)
+	if (remote.plan && (int)ti.local_rank < remote.plan_ntasks) {
+		p = &remote.plan[ti.local_rank];
+		if (!remote.plan_simulated)
 			bound = bind_task(p);
 		if (p->cuda_visible[0])
 			loom_envlist_add(env, "CUDA_VISIBLE_DEVICES", p->cuda_visible, LOOM_OWNER_FORCE);
 		if (p->nccl_ib_hca[0] && !loom_config_nccl(&loom_cfg, "NCCL_IB_HCA"))
 			loom_envlist_add(env, "NCCL_IB_HCA", p->nccl_ib_hca, LOOM_OPT_AFFINITY);
 	}
-	if (master_warning[0] && ti.rank == 0 && loom_eff.env == LOOM_ENV_TORCH)
-		user_msg("warning: ", master_warning);
-	if (topo_warning[0] && ti.local_rank == 0 && loom_eff.affinity.verbose)
-		user_msg("warning: ", topo_warning);
-	if (gpus_per_task_noop && ti.local_rank == 0) {
+	if (remote.master_warning[0] && ti.rank == 0 && loom_eff.env == LOOM_ENV_TORCH)
+		user_msg("warning: ", remote.master_warning);
+	if (remote.topo_warning[0] && ti.local_rank == 0 && loom_eff.affinity.verbose)
+		user_msg("warning: ", remote.topo_warning);
+	if (remote.gpus_per_task_noop && ti.local_rank == 0) {
 		char host[64] = "?", msg[300];
 		getenv_sp(sp, "SLURMD_NODENAME", host, sizeof host);
 		snprintf(msg, sizeof msg, "--loom-gpus-per-task=%d does nothing on node %s: the step has "

@@ -1,6 +1,7 @@
 /* spank/plugstack_config.c: parse the plugin's arguments in plugstack.conf */
 #include "plugstack_config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +10,17 @@
 	"flight_local_base, topology_cache"
 /* what lock= takes: the keys of enum loom_opt_id */
 #define LOCKABLE "env, affinity, gpus_per_task, ckpt, ckpt_signal, ckpt_cache, nccl_env"
+
+/* A site key: its parser, and for a path key the char array in struct
+ * loom_config that its value goes into and what it may hold. */
+enum path_rule { ANY_PATH, ABSOLUTE, ABSOLUTE_OR_NONE };
+struct site_key {
+	const char *key;
+	int (*parse)(struct loom_config *cfg, const struct site_key *k, const char *val,
+		     const char *label, char *err, size_t errlen);
+	size_t off, size;
+	enum path_rule rule;
+};
 
 int loom_env_name_valid(const char *s, size_t len)
 {
@@ -31,7 +43,8 @@ const char *loom_config_nccl(const struct loom_config *cfg, const char *key)
 	return NULL;
 }
 
-static int parse_nccl_env(struct loom_config *cfg, const char *val, char *err, size_t errlen)
+static int parse_nccl_env(struct loom_config *cfg, const struct site_key *k, const char *val,
+			  const char *label, char *err, size_t errlen)
 {
 	const char *p = val;
 	if (!*p)
@@ -78,7 +91,8 @@ bad:
 	return -1;
 }
 
-static int parse_lock(struct loom_config *cfg, const char *val, char *err, size_t errlen)
+static int parse_lock(struct loom_config *cfg, const struct site_key *k, const char *val,
+		      const char *label, char *err, size_t errlen)
 {
 	const char *p = val;
 	while (*p) {
@@ -104,23 +118,98 @@ static int parse_lock(struct loom_config *cfg, const char *val, char *err, size_
 	return 0;
 }
 
-static int parse_path(char *dst, size_t dstlen, const char *key, const char *val,
-		      char *err, size_t errlen)
+static int parse_port_base(struct loom_config *cfg, const struct site_key *k, const char *val,
+			   const char *label, char *err, size_t errlen)
 {
-	if (!*val || strlen(val) >= dstlen) {
+	long v;
+	if (loom_parse_uint(val, 1024, 65535, &v) < 0) {
+		snprintf(err, errlen, "%s='%s' is not a port number from 1024 to 65535", label, val);
+		return -1;
+	}
+	cfg->master_port_base = (int)v;
+	return 0;
+}
+
+static int parse_port_range(struct loom_config *cfg, const struct site_key *k, const char *val,
+			    const char *label, char *err, size_t errlen)
+{
+	long v;
+	if (loom_parse_uint(val, 1, 64512, &v) < 0) {
+		snprintf(err, errlen, "%s='%s' is not a number of ports from 1 to 64512", label, val);
+		return -1;
+	}
+	cfg->master_port_range = (int)v;
+	return 0;
+}
+
+static int parse_path(struct loom_config *cfg, const struct site_key *k, const char *val,
+		      const char *label, char *err, size_t errlen)
+{
+	char *dst = (char *)cfg + k->off;
+	if (!*val || strlen(val) >= k->size) {
 		snprintf(err, errlen, "plugstack argument %s='%.64s' must be a path of 1-%zu characters",
-			 key, val, dstlen - 1);
+			 k->key, val, k->size - 1);
 		return -1;
 	}
 	strcpy(dst, val);
+	if (k->rule != ANY_PATH && dst[0] != '/' && (k->rule == ABSOLUTE || strcmp(dst, "none"))) {
+		snprintf(err, errlen, "plugstack argument %s='%.64s' must be an absolute path%s",
+			 k->key, val, k->rule == ABSOLUTE ? "" : " or none");
+		return -1;
+	}
 	return 0;
+}
+
+/* The site's own keys. The user options' keys (loom_opt_key) are not
+ * here: they set cfg->defaults through loom_opt_parse. */
+static const struct site_key site_keys[] = {
+#define PATH_KEY(field, r) \
+	{ .key = #field, .parse = parse_path, .off = offsetof(struct loom_config, field), \
+	  .size = sizeof ((struct loom_config *)0)->field, .rule = r }
+	{ .key = "master_port_base", .parse = parse_port_base },
+	{ .key = "master_port_range", .parse = parse_port_range },
+	{ .key = "nccl_env", .parse = parse_nccl_env },
+	{ .key = "lock", .parse = parse_lock },
+	PATH_KEY(topology_root, ANY_PATH),
+	PATH_KEY(nvml_library, ANY_PATH),
+	PATH_KEY(flight_dir, ABSOLUTE_OR_NONE),
+	PATH_KEY(flight_local_base, ABSOLUTE),
+	PATH_KEY(topology_cache, ABSOLUTE_OR_NONE),
+#undef PATH_KEY
+};
+
+static int key_is(const char *arg, size_t klen, const char *key)
+{
+	return strlen(key) == klen && strncmp(arg, key, klen) == 0;
+}
+
+/* one key=value: a site key, or a user option's default */
+static int parse_arg(struct loom_config *cfg, const char *arg, char *err, size_t errlen)
+{
+	const char *eq = strchr(arg, '=');
+	char label[96];
+
+	if (!eq) {
+		snprintf(err, errlen, "plugstack argument '%s' is not key=value", arg);
+		return -1;
+	}
+	size_t klen = (size_t)(eq - arg);
+	const char *val = eq + 1;
+	snprintf(label, sizeof label, "plugstack argument %.*s", (int)(klen > 40 ? 40 : klen), arg);
+	for (size_t i = 0; i < sizeof site_keys / sizeof site_keys[0]; i++)
+		if (key_is(arg, klen, site_keys[i].key))
+			return site_keys[i].parse(cfg, &site_keys[i], val, label, err, errlen);
+	for (int id = 0; id < LOOM_OPT_NCCL_ENV; id++)
+		if (key_is(arg, klen, loom_opt_key(id)))
+			return loom_opt_parse(id, val, &cfg->defaults, label, err, errlen);
+	snprintf(err, errlen, "unknown plugstack argument '%.*s' (known: " KNOWN ")",
+		 (int)(klen > 64 ? 64 : klen), arg);
+	return -1;
 }
 
 int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 		      char *err, size_t errlen)
 {
-	long range_set = -1;
-
 	memset(cfg, 0, sizeof *cfg);
 	loom_opts_init(&cfg->defaults);
 	cfg->env_mode = LOOM_ENV_TORCH;
@@ -131,84 +220,9 @@ int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 	strcpy(cfg->nvml_library, "libnvidia-ml.so.1");
 	strcpy(cfg->flight_local_base, "/var/tmp");
 
-	for (int i = 0; i < argc; i++) {
-		const char *arg = argv[i];
-		const char *eq = strchr(arg, '=');
-		char label[96];
-		long v;
-		if (!eq) {
-			snprintf(err, errlen, "plugstack argument '%s' is not key=value", arg);
+	for (int i = 0; i < argc; i++)
+		if (parse_arg(cfg, argv[i], err, errlen) < 0)
 			return -1;
-		}
-		size_t klen = (size_t)(eq - arg);
-		const char *val = eq + 1;
-		snprintf(label, sizeof label, "plugstack argument %.*s", (int)(klen > 40 ? 40 : klen), arg);
-#define KEY(s) (klen == sizeof(s) - 1 && strncmp(arg, s, klen) == 0)
-		if (KEY("master_port_base")) {
-			if (loom_parse_uint(val, 1024, 65535, &v) < 0) {
-				snprintf(err, errlen, "%s='%s' is not a port number from 1024 to 65535", label, val);
-				return -1;
-			}
-			cfg->master_port_base = (int)v;
-		} else if (KEY("master_port_range")) {
-			if (loom_parse_uint(val, 1, 64512, &v) < 0) {
-				snprintf(err, errlen, "%s='%s' is not a number of ports from 1 to 64512", label, val);
-				return -1;
-			}
-			range_set = v;
-		} else if (KEY("nccl_env")) {
-			if (parse_nccl_env(cfg, val, err, errlen) < 0)
-				return -1;
-		} else if (KEY("lock")) {
-			if (parse_lock(cfg, val, err, errlen) < 0)
-				return -1;
-		} else if (KEY("topology_root")) {
-			if (parse_path(cfg->topology_root, sizeof cfg->topology_root, "topology_root",
-				       val, err, errlen) < 0)
-				return -1;
-		} else if (KEY("topology_cache")) {
-			if (parse_path(cfg->topology_cache, sizeof cfg->topology_cache, "topology_cache",
-				       val, err, errlen) < 0)
-				return -1;
-			if (cfg->topology_cache[0] != '/' && strcmp(cfg->topology_cache, "none")) {
-				snprintf(err, errlen, "plugstack argument topology_cache='%.64s' must be an "
-					 "absolute path or none", val);
-				return -1;
-			}
-		} else if (KEY("flight_dir") || KEY("flight_local_base")) {
-			int local = KEY("flight_local_base");
-			char *dst = local ? cfg->flight_local_base : cfg->flight_dir;
-			if (parse_path(dst, sizeof cfg->flight_dir, local ? "flight_local_base" : "flight_dir",
-				       val, err, errlen) < 0)
-				return -1;
-			if (dst[0] != '/' && (local || strcmp(dst, "none"))) {
-				snprintf(err, errlen, "plugstack argument %s='%.64s' must be an absolute path%s",
-					 local ? "flight_local_base" : "flight_dir", val,
-					 local ? "" : " or none");
-				return -1;
-			}
-		} else if (KEY("nvml_library")) {
-			if (parse_path(cfg->nvml_library, sizeof cfg->nvml_library, "nvml_library",
-				       val, err, errlen) < 0)
-				return -1;
-		} else {
-			int id = -1;
-			for (int k = 0; k < LOOM_OPT_NCCL_ENV; k++)
-				if (strlen(loom_opt_key(k)) == klen &&
-				    strncmp(arg, loom_opt_key(k), klen) == 0)
-					id = k;
-			if (id < 0) {
-				snprintf(err, errlen, "unknown plugstack argument '%.*s' (known: " KNOWN ")",
-					 (int)(klen > 64 ? 64 : klen), arg);
-				return -1;
-			}
-			if (loom_opt_parse(id, val, &cfg->defaults, label, err, errlen) < 0)
-				return -1;
-		}
-#undef KEY
-	}
-	if (range_set > 0)
-		cfg->master_port_range = (int)range_set;
 	if ((long)cfg->master_port_base + cfg->master_port_range - 1 > 65535) {
 		snprintf(err, errlen,
 			 "plugstack arguments master_port_base=%d master_port_range=%d reach past port 65535",
