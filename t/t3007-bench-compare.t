@@ -134,8 +134,9 @@ test_expect_success 'in a node every peer ran bound one task to a core, across n
 # regression: a run of one or two sizes printed no table at all (the
 # report drew only collectives with a curve to plot)
 test_expect_success 'a run of one size prints its table (and no plot panel); --unbound leaves the tasks unbound' '
+	mkdir "$TEST_TMP/pub" &&
 	timeout 600 "$C" -o allreduce -s 1x2 -b 8 -e 8 -N 20 --no-growth -r 1 --unbound \
-		-B "$LOOM_BUILD_DIR" -O "$TEST_TMP/one" >"$TEST_TMP/one.out" 2>&1 || { cat "$TEST_TMP/one.out"; false; } &&
+		-B "$LOOM_BUILD_DIR" -O "$TEST_TMP/one" -P "$TEST_TMP/pub" >"$TEST_TMP/one.out" 2>&1 || { cat "$TEST_TMP/one.out"; false; } &&
 	sed -n "/^### allreduce, 2 ranks, 1 node (best of 1)/,/^###/p" "$TEST_TMP/one.out" >"$TEST_TMP/t" &&
 	cat "$TEST_TMP/t" &&
 	test $(grep -Ec "$(rowre $have_mpi $have_gloo)" "$TEST_TMP/t") = 1 &&
@@ -145,11 +146,22 @@ test_expect_success 'a run of one size prints its table (and no plot panel); --u
 	grep -q "^Tasks not bound (--unbound): placed by the scheduler\.$" "$TEST_TMP/one.out"
 '
 
+test_expect_success '-P: the report under a dated name, headed by the command and the commit' '
+	ls "$TEST_TMP/pub" >"$TEST_TMP/pub.ls" && cat "$TEST_TMP/pub.ls" &&
+	grep -Eqx "[0-9]{4}-[0-9]{2}-[0-9]{2}(-[0-9]{4})?\.md" "$TEST_TMP/pub.ls" &&
+	test $(wc -l <"$TEST_TMP/pub.ls") = 1 &&
+	f=$TEST_TMP/pub/$(cat "$TEST_TMP/pub.ls") &&
+	head -5 "$f" &&
+	grep -q "^Command: .bench/compare -o allreduce -s 1x2 -b 8 -e 8 .*-P $TEST_TMP/pub., loom at [^ ]*\.$" "$f" &&
+	tail -n +6 "$f" | cmp - "$TEST_TMP/one/report.md"
+'
+
 test_expect_success 'bad arguments are refused with a message' '
 	test_must_fail_with "^bench/compare: -N .x.: expected a positive integer" "$C" -N x &&
 	test_must_fail_with "^bench/compare: -o: unknown collective .bogus." "$C" -o bogus &&
 	test_must_fail_with "^bench/compare: -B ./nonexistent.: no such directory" "$C" -B /nonexistent &&
 	test_must_fail_with "^bench/compare: -s: unknown shape .3x3." "$C" -s 3x3 &&
-	test_must_fail_with "^bench/compare: -r .0.: expected a positive integer" "$C" -r 0
+	test_must_fail_with "^bench/compare: -r .0.: expected a positive integer" "$C" -r 0 &&
+	test_must_fail_with "^bench/compare: -P ./nonexistent.: not a writable directory" "$C" -P /nonexistent
 '
 test_done
