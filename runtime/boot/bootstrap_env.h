@@ -1,7 +1,8 @@
-/* runtime/boot/bootstrap_env.h: what the two halves of the env
- * rendezvous share: bootstrap_env.c (the job's settings, rank 0, the
- * hello to it) and bootstrap_node.c (the meeting of one node's ranks
- * and its leader's group hello). */
+/* runtime/boot/bootstrap_env.h: what the files of the env rendezvous
+ * share (bootstrap_env.c says which calls which): the job's settings
+ * (bootstrap_job.c), rank 0's side (bootstrap_rank0.c), the hello to it
+ * (bootstrap_hello.c) and the meeting of one node's ranks with its
+ * leader's group hello (bootstrap_node.c). */
 #ifndef LOOM_BOOT_BOOTSTRAP_ENV_H
 #define LOOM_BOOT_BOOTSTRAP_ENV_H
 
@@ -24,12 +25,16 @@ struct rv_job {
 	size_t rlen;
 };
 
-/* bootstrap_env.c */
+/* bootstrap_job.c */
 int rv_env_int(const char *name, long lo, long hi, int *out);
 int rv_alloc_reply(struct rv_job *j);
+
+/* bootstrap_rank0.c */
 /* rank 0: hellos on listening socket ls until every rank is in (own: its
  * node's entries, itself first), then the table to each connection */
 int rv_rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_t nown);
+
+/* bootstrap_hello.c */
 int rv_dial_rank0(struct rv_job *j, struct loom_hs_peer *p);
 /* the hello (and what follows it, a group's entries), then the table */
 int rv_hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hello *h,
