@@ -48,7 +48,7 @@ static int rank_n(struct rv_job *j)
 	socklen_t ml = sizeof me;
 	struct rv_hello h;
 	uint16_t myport;
-	if (rv_dial_rank0(j, &p))
+	if (loom_rv_dial_rank0(j, &p))
 		return LOOM_ERR_BOOTSTRAP;
 	if (getsockname(p.fd, (struct sockaddr *)&me, &ml) ||
 	    loom_boot_listen(me.sin_addr.s_addr, 0, &b->listen_fd, &myport)) {
@@ -59,7 +59,7 @@ static int rank_n(struct rv_job *j)
 	h.pid = b->pid[b->rank];
 	h.port = myport;
 	memcpy(h.node, b->nodename[b->rank], 64);
-	return rv_hello_rank0(j, &p, &h, NULL, 0);
+	return loom_rv_hello_rank0(j, &p, &h, NULL, 0);
 }
 
 static int resolve_master(struct rv_job *j)
@@ -71,7 +71,7 @@ static int resolve_master(struct rv_job *j)
 		LOOM_ERR("bootstrap: MASTER_ADDR unset (RANK=%d WORLD_SIZE=%d)", j->b->rank, j->b->size);
 		return LOOM_ERR_BOOTSTRAP;
 	}
-	if ((rc = rv_env_int("MASTER_PORT", 1, 65535, &j->mport)))
+	if ((rc = loom_rv_env_int("MASTER_PORT", 1, 65535, &j->mport)))
 		return rc;
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_INET;
@@ -100,23 +100,23 @@ static int rendezvous(struct rv_job *j)
 			return rc;
 		}
 		if (j->local_size)
-			rc = rv_tree_entry(j) ? LOOM_ERR_BOOTSTRAP : rv_node_leader(j, ls0);
+			rc = loom_rv_tree_entry(j) ? LOOM_ERR_BOOTSTRAP : loom_rv_node_leader(j, ls0);
 		else {
 			memset(&self, 0, sizeof self);
 			self.e.ip = j->mip;
 			self.e.port = j->me.port;
 			self.e.pid = b->pid[0];
 			memcpy(self.e.node, b->nodename[0], sizeof self.e.node);
-			rc = rv_rank0(j, ls0, &self, 1);
+			rc = loom_rv_rank0(j, ls0, &self, 1);
 		}
 		close(ls0);
 		return rc;
 	}
 	if (!j->local_size)
 		return rank_n(j);
-	if ((rc = rv_tree_entry(j)))
+	if ((rc = loom_rv_tree_entry(j)))
 		return rc;
-	return j->local_rank == 0 ? rv_node_leader(j, -1) : rv_node_member(j);
+	return j->local_rank == 0 ? loom_rv_node_leader(j, -1) : loom_rv_node_member(j);
 }
 
 int loom_boot_env(struct loom_boot *b)
@@ -127,9 +127,9 @@ int loom_boot_env(struct loom_boot *b)
 	memset(&j, 0, sizeof j);
 	j.b = b;
 	j.tmo = loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120);
-	if ((rc = rv_env_int("WORLD_SIZE", 1, 1 << 20, &b->size)))
+	if ((rc = loom_rv_env_int("WORLD_SIZE", 1, 1 << 20, &b->size)))
 		return rc;
-	if ((rc = rv_env_int("RANK", 0, b->size - 1, &b->rank))) {
+	if ((rc = loom_rv_env_int("RANK", 0, b->size - 1, &b->rank))) {
 		if (getenv("RANK"))
 			LOOM_ERR("bootstrap: RANK must be below WORLD_SIZE=%d", b->size);
 		return rc;
@@ -147,7 +147,7 @@ int loom_boot_env(struct loom_boot *b)
 		LOOM_WARN("bootstrap: LOOM_JOB_SECRET is unset, so any process that reaches MASTER_PORT can join "
 			  "this job as a rank. loom.so sets it under srun; other launchers should give every rank "
 			  "the same random value, e.g. LOOM_JOB_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n')");
-	if ((rc = resolve_master(&j)) || (rc = rv_tree_mode(&j)))
+	if ((rc = resolve_master(&j)) || (rc = loom_rv_tree_mode(&j)))
 		return rc;
 	j.deadline = loom_now() + j.tmo;
 	if ((rc = rendezvous(&j)))

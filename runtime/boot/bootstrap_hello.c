@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int rv_dial_rank0(struct rv_job *j, struct loom_hs_peer *p)
+int loom_rv_dial_rank0(struct rv_job *j, struct loom_hs_peer *p)
 {
 	int rc = loom_hs_dial_tcp(j->mip, (uint16_t)j->mport, LOOM_HS_RENDEZVOUS, j->deadline, p);
 	if (rc)
@@ -85,8 +85,8 @@ static int table_from_parent(struct rv_job *j, const struct rv_route *r)
  * the table, from rank 0 or from this rank's parent in the fan-out; then
  * the table to this rank's own children there. The tree socket listens
  * where rank 0 sees us, before the hello that names it. */
-int rv_hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hello *hello,
-		   const void *follow, size_t flen)
+int loom_rv_hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hello *hello,
+			const void *follow, size_t flen)
 {
 	struct loom_boot *b = j->b;
 	struct rv_hello h = *hello;
@@ -94,7 +94,7 @@ int rv_hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hel
 	struct sockaddr_in me;
 	socklen_t ml = sizeof me;
 	uint8_t d[32];
-	int ts = -1, rc = rv_alloc_reply(j);
+	int ts = -1, rc = loom_rv_alloc_reply(j);
 	memset(&r, 0, sizeof r);
 	r.parent = -1;
 	if (!rc && (getsockname(p->fd, (struct sockaddr *)&me, &ml) ||

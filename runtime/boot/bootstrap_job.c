@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-int rv_env_int(const char *name, long lo, long hi, int *out)
+int loom_rv_env_int(const char *name, long lo, long hi, int *out)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -25,7 +25,7 @@ int rv_env_int(const char *name, long lo, long hi, int *out)
 	return LOOM_SUCCESS;
 }
 
-int rv_alloc_reply(struct rv_job *j)
+int loom_rv_alloc_reply(struct rv_job *j)
 {
 	j->rlen = sizeof(struct rv_head) + (size_t)j->b->size * sizeof(struct rv_entry);
 	j->reply = malloc(j->rlen);

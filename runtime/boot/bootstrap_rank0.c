@@ -30,7 +30,7 @@ static int rank0_flat(struct rank0 *z, const struct loom_hs_peer *p, const struc
 	e.port = h->port;
 	e.pid = h->pid;
 	memcpy(e.node, h->node, sizeof e.node);
-	return rv_take(&z->t, p->rank, &e, why, wlen);
+	return loom_rv_take(&z->t, p->rank, &e, why, wlen);
 }
 
 /* a node leader's entries follow its hello: read, match the digest, take */
@@ -56,7 +56,7 @@ static int rank0_group(struct rank0 *z, const struct loom_hs_peer *p, const stru
 	else if (loom_sha256(g, len, d), memcmp(d, h->digest, sizeof d))
 		snprintf(why, wlen, "its entries do not match the digest in its hello");
 	else
-		rc = rv_take_group(&z->t, p->rank, g, h->count, why, wlen);
+		rc = loom_rv_take_group(&z->t, p->rank, g, h->count, why, wlen);
 	free(g);
 	return rc;
 }
@@ -112,7 +112,7 @@ static int rank0_answer(struct rank0 *z)
 	for (i = 0; i < z->npeers; i++) {
 		memset(&r, 0, sizeof r);
 		memcpy(r.digest, digest, sizeof digest);
-		rv_tree_place(i, z->npeers, RV_FANOUT, &parent, &r.children);
+		loom_rv_tree_place(i, z->npeers, RV_FANOUT, &parent, &r.children);
 		r.parent = -1;
 		if (parent >= 0) {
 			struct rv_hello ph;
@@ -134,7 +134,7 @@ static int rank0_answer(struct rank0 *z)
 }
 
 /* own: rank 0's node (rank 0 alone when flat), ls: MASTER_PORT */
-int rv_rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_t nown)
+int loom_rv_rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_t nown)
 {
 	struct rank0 z;
 	char what[96], why[160];
@@ -144,11 +144,11 @@ int rv_rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_t now
 	memset(&z, 0, sizeof z);
 	z.j = j;
 	z.peers = calloc((size_t)j->b->size, sizeof *z.peers);
-	if (!z.peers || rv_table_init(&z.t, j->b->size) || rv_alloc_reply(j)) {
+	if (!z.peers || loom_rv_table_init(&z.t, j->b->size) || loom_rv_alloc_reply(j)) {
 		rc = LOOM_ERR_NOMEM;
 		goto out;
 	}
-	if (rv_take_group(&z.t, 0, own, nown, why, sizeof why)) {
+	if (loom_rv_take_group(&z.t, 0, own, nown, why, sizeof why)) {
 		LOOM_ERR("bootstrap: rank 0's own node: %s", why);
 		rc = LOOM_ERR_BOOTSTRAP;
 		goto out;
@@ -157,7 +157,7 @@ int rv_rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_t now
 	rc = loom_hs_accept_until(ls, &cfg, rank0_enough, j->deadline);
 	if (rc == LOOM_ERR_TIMEOUT) {
 		char miss[256];
-		rv_missing(&z.t, miss, sizeof miss);
+		loom_rv_missing(&z.t, miss, sizeof miss);
 		LOOM_ERR("bootstrap: rendezvous at %s:%d: ranks %s never connected, themselves or through their "
 			 "node's LOCAL_RANK 0, within %.0f s (LOOM_BOOTSTRAP_TIMEOUT)", j->maddr, j->mport, miss, j->tmo);
 		rc = LOOM_ERR_BOOTSTRAP;
@@ -172,6 +172,6 @@ out:
 	for (i = 0; i < z.npeers; i++)
 		close(z.peers[i].fd);
 	free(z.peers);
-	rv_table_free(&z.t);
+	loom_rv_table_free(&z.t);
 	return rc;
 }
