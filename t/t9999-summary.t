@@ -11,6 +11,8 @@ area_of() {
 	spank/test/*|t/t1[0-9][0-9][0-9]-*) echo plugin ;;
 	runtime/test/ckpt*|t/t4[0-9][0-9][0-9]-*) echo checkpoint ;;
 	runtime/test/backend_*|t/t6[0-9][0-9][0-9]-*) echo backends ;;
+	runtime/backend/test/*) echo backends ;;
+	runtime/boot/test/*) echo runtime ;;
 	runtime/test/*|t/t2[0-9][0-9][0-9]-*) echo runtime ;;
 	t/t3[0-9][0-9][0-9]-*) echo conformance ;;
 	python/test/*|t/t51[0-9][0-9]-*) echo python ;;

@@ -12,7 +12,7 @@ runtime_libloom_core_la_LIBADD += $(PMIX_LIBS)
 endif
 
 # unit test of what the env rendezvous takes from the wire
-check_PROGRAMS += runtime/test/rendezvous
-runtime_test_rendezvous_SOURCES = runtime/test/rendezvous.c
-runtime_test_rendezvous_LDADD = runtime/libloom_core.la
-TESTS += runtime/test/rendezvous
+check_PROGRAMS += runtime/boot/test/rendezvous
+runtime_boot_test_rendezvous_SOURCES = runtime/boot/test/rendezvous.c
+runtime_boot_test_rendezvous_LDADD = runtime/libloom_core.la
+TESTS += runtime/boot/test/rendezvous

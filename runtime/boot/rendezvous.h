@@ -1,6 +1,6 @@
 /* runtime/boot/rendezvous.h: the env rendezvous' wire records and the
  * bookkeeping rank 0 and each node leader do with them (rendezvous.c:
- * pure, unit-tested in runtime/test/rendezvous.c). bootstrap_env.c moves
+ * pure, unit-tested in runtime/boot/test/rendezvous.c). bootstrap_env.c moves
  * them over sockets. */
 #ifndef LOOM_BOOT_RENDEZVOUS_H
 #define LOOM_BOOT_RENDEZVOUS_H

@@ -4,7 +4,7 @@
  * missing; and the node rendezvous' socket name. */
 #include "config.h"
 #include "boot/rendezvous.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 static struct rv_ranked ranked(int rank)
 {
