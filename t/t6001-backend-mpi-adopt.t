@@ -16,7 +16,7 @@ test_expect_success 'loom_comm_from_mpi on a split of MPI_COMM_WORLD (-N2 -n4): 
 	test $rc = 0 && test $(grep -c "mpi_adopt: rank [0-9]*: ok" "$TEST_TMP/a.err") = 4
 '
 test_expect_success 'a singleton MPI process (no srun): the unit test of statuses runs on one rank' '
-	"$LOOM_BUILD_DIR/runtime/test/backend_mpi_status" >"$TEST_TMP/s.out" 2>&1 && rc=0 || rc=$?
+	"$LOOM_BUILD_DIR/runtime/backend/test/backend_mpi_status" >"$TEST_TMP/s.out" 2>&1 && rc=0 || rc=$?
 	cat "$TEST_TMP/s.out"
 	test $rc = 0 && ! grep -q "^not ok" "$TEST_TMP/s.out"
 '

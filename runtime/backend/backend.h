@@ -17,7 +17,7 @@
 
 extern const struct loom_backend loom_native_backend;
 #ifdef HAVE_MPI
-extern const struct loom_backend loom_mpi_backend;   /* backend_mpi.c */
+extern const struct loom_backend loom_mpi_backend;   /* backend_mpi_comm.c */
 #endif
 #ifdef HAVE_NCCL
 extern const struct loom_backend loom_nccl_backend;  /* backend_nccl.c */

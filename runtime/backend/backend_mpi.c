@@ -273,12 +273,12 @@ static int mreq_wait(struct mreq *q)
 	return rc;
 }
 
-static int bx_wait(void *impl)
+int loom_mpi_wait(void *impl)
 {
 	return mreq_wait(impl);
 }
 
-static int bx_test(void *impl, int *done)
+int loom_mpi_test(void *impl, int *done)
 {
 	int rc = mreq_progress(impl, 0, done);
 	if (*done)
@@ -425,7 +425,7 @@ static int finish_start(struct loom_comm *c, struct mreq *q, loom_request_t **re
 	return LOOM_SUCCESS;
 }
 
-static int mpi_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req)
+int loom_mpi_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req)
 {
 	struct mreq *q;
 	int rc = start_coll(c, d, &q);
@@ -467,24 +467,10 @@ static int start_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, 
 	return LOOM_SUCCESS;
 }
 
-static int mpi_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
-		   int peer, loom_request_t **req)
+int loom_mpi_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
+		 int peer, loom_request_t **req)
 {
 	struct mreq *q;
 	int rc = start_p2p(c, is_send, buf, count, dt, peer, &q);
 	return rc ? rc : finish_start(c, q, req);
 }
-
-const struct loom_backend loom_mpi_backend = {
-	.name = "mpi",
-	.world = loom_mpi_world,
-	.coll = mpi_coll,
-	.p2p = mpi_p2p,
-	.wait = bx_wait,
-	.test = bx_test,
-	.split = loom_mpi_split,
-	.dup = loom_mpi_dup,
-	.free = loom_mpi_free,
-	.abort = loom_mpi_abort,
-	.finalize = loom_mpi_finalize,
-};

@@ -1,6 +1,8 @@
 /* runtime/backend/backend_mpi.h: what the two files of the MPI backend
  * share (backend_mpi.c: requests, collectives, point to point, background
- * progress; backend_mpi_comm.c: communicators and worlds). Not installed. */
+ * progress; backend_mpi_comm.c: communicators and worlds, and the backend
+ * table over both). backend_mpi_comm.c calls backend_mpi.c, never the
+ * reverse. Not installed. */
 #ifndef LOOM_BACKEND_MPI_H
 #define LOOM_BACKEND_MPI_H
 
@@ -34,6 +36,13 @@ struct mcomm {
 /* background progress (backend_mpi.c); loom_mpi_mu held */
 void loom_mpi_progress_start(int provided);
 void loom_mpi_progress_stop(void);
+/* the operations (backend_mpi.c): struct loom_backend's coll, p2p,
+ * wait and test */
+int loom_mpi_coll(struct loom_comm *c, const struct loom_opdesc *d, loom_request_t **req);
+int loom_mpi_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, loom_dtype_t dt,
+		 int peer, loom_request_t **req);
+int loom_mpi_wait(void *impl);
+int loom_mpi_test(void *impl, int *done);
 /* the communicator entries (backend_mpi_comm.c) */
 int loom_mpi_world(struct loom_comm **world);
 int loom_mpi_split(struct loom_comm *c, int color, int key, struct loom_comm **out);

@@ -158,7 +158,7 @@ static int split_named(struct loom_comm *c, int color, int key, struct loom_comm
 	me.color = color;
 	me.key = key;
 	struct loom_opdesc d = { LOOM_OP_ALLGATHER, &me, all, sizeof me, LOOM_INT8, LOOM_SUM, 0, 0 };
-	rc = loom_mpi_backend.coll(c, &d, NULL);
+	rc = loom_mpi_coll(c, &d, NULL);
 	free(all);
 	if (rc)
 		return rc;
@@ -363,3 +363,18 @@ int loom_mpi_finalize(struct loom_comm *world)
 	return LOOM_SUCCESS;
 }
 
+/* the backend: the operations of backend_mpi.c on the communicators
+ * made here */
+const struct loom_backend loom_mpi_backend = {
+	.name = "mpi",
+	.world = loom_mpi_world,
+	.coll = loom_mpi_coll,
+	.p2p = loom_mpi_p2p,
+	.wait = loom_mpi_wait,
+	.test = loom_mpi_test,
+	.split = loom_mpi_split,
+	.dup = loom_mpi_dup,
+	.free = loom_mpi_free,
+	.abort = loom_mpi_abort,
+	.finalize = loom_mpi_finalize,
+};

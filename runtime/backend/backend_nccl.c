@@ -543,22 +543,16 @@ static int all_ok(struct loom_comm *nat, int mine)
 	return m == 1;
 }
 
-/* A new NCCL communicator over nat: ncclCommSplit of parent when given
- * (and this NCCL has it), else a fresh id from nat's rank 0. */
-static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int key, int device,
-		struct loom_comm **out)
+/* A communicator of this backend with nat's members and place in the
+ * world, on device; no NCCL communicator yet. NULL: out of memory. */
+static struct loom_comm *shell(struct loom_comm *nat, int device)
 {
 	struct loom_comm *c = calloc(1, sizeof *c);
 	struct ncomm *n = calloc(1, sizeof *n);
-	ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-	ncclResult_t r;
-	double deadline;
-	int rc;
-	*out = NULL;
 	if (!c || !n) {
 		free(c);
 		free(n);
-		return LOOM_ERR_NOMEM;
+		return NULL;
 	}
 	c->be = &loom_nccl_backend;
 	c->impl = n;
@@ -572,6 +566,24 @@ static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int 
 	snprintf(c->name, sizeof c->name, "%s", nat->name);
 	n->nat = nat;
 	n->device = device;
+	return c;
+}
+
+/* A new NCCL communicator over nat: ncclCommSplit of parent when given
+ * (and this NCCL has it), else a fresh id from nat's rank 0. */
+static int make(struct loom_comm *nat, struct loom_comm *parent, int color, int key, int device,
+		struct loom_comm **out)
+{
+	struct loom_comm *c = shell(nat, device);
+	struct ncomm *n;
+	ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+	ncclResult_t r;
+	double deadline;
+	int rc;
+	*out = NULL;
+	if (!c)
+		return LOOM_ERR_NOMEM;
+	n = c->impl;
 	deadline = loom_now() + c->timeout;
 	cfg.blocking = 0;
 	rc = cudaSetDevice(device) == cudaSuccess &&

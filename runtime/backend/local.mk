@@ -8,14 +8,14 @@ runtime_libloom_core_la_SOURCES += runtime/backend/backend_mpi.c runtime/backend
 runtime_libloom_core_la_CFLAGS += $(MPI_CFLAGS)
 runtime_libloom_core_la_LIBADD += $(MPI_LIBS)
 
-check_PROGRAMS += runtime/test/backend_mpi_ops runtime/test/backend_mpi_status
-runtime_test_backend_mpi_ops_SOURCES = runtime/test/backend_mpi_ops.c
-runtime_test_backend_mpi_ops_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
-runtime_test_backend_mpi_ops_LDADD = runtime/libloom_core.la $(MPI_LIBS) -lm
-runtime_test_backend_mpi_status_SOURCES = runtime/test/backend_mpi_status.c
-runtime_test_backend_mpi_status_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
-runtime_test_backend_mpi_status_LDADD = runtime/libloom_core.la $(MPI_LIBS)
-TESTS += runtime/test/backend_mpi_ops runtime/test/backend_mpi_status
+check_PROGRAMS += runtime/backend/test/backend_mpi_ops runtime/backend/test/backend_mpi_status
+runtime_backend_test_backend_mpi_ops_SOURCES = runtime/backend/test/backend_mpi_ops.c
+runtime_backend_test_backend_mpi_ops_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+runtime_backend_test_backend_mpi_ops_LDADD = runtime/libloom_core.la $(MPI_LIBS) -lm
+runtime_backend_test_backend_mpi_status_SOURCES = runtime/backend/test/backend_mpi_status.c
+runtime_backend_test_backend_mpi_status_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+runtime_backend_test_backend_mpi_status_LDADD = runtime/libloom_core.la $(MPI_LIBS)
+TESTS += runtime/backend/test/backend_mpi_ops runtime/backend/test/backend_mpi_status
 
 # an MPI program adopting loom (loom_comm_from_mpi), for t6001
 check_PROGRAMS += t/backend/mpi_adopt

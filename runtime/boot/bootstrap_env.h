@@ -1,7 +1,8 @@
-/* runtime/boot/bootstrap_env.h: what the two halves of the env
- * rendezvous share: bootstrap_env.c (the job's settings, rank 0, the
- * hello to it) and bootstrap_node.c (the meeting of one node's ranks
- * and its leader's group hello). */
+/* runtime/boot/bootstrap_env.h: what the files of the env rendezvous
+ * share (bootstrap_env.c says which calls which): the job's settings
+ * (bootstrap_job.c), rank 0's side (bootstrap_rank0.c), the hello to it
+ * (bootstrap_hello.c) and the meeting of one node's ranks with its
+ * leader's group hello (bootstrap_node.c). */
 #ifndef LOOM_BOOT_BOOTSTRAP_ENV_H
 #define LOOM_BOOT_BOOTSTRAP_ENV_H
 
@@ -24,25 +25,29 @@ struct rv_job {
 	size_t rlen;
 };
 
-/* bootstrap_env.c */
-int rv_env_int(const char *name, long lo, long hi, int *out);
-int rv_alloc_reply(struct rv_job *j);
+/* bootstrap_job.c */
+int loom_rv_env_int(const char *name, long lo, long hi, int *out);
+int loom_rv_alloc_reply(struct rv_job *j);
+
+/* bootstrap_rank0.c */
 /* rank 0: hellos on listening socket ls until every rank is in (own: its
  * node's entries, itself first), then the table to each connection */
-int rv_rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_t nown);
-int rv_dial_rank0(struct rv_job *j, struct loom_hs_peer *p);
+int loom_rv_rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_t nown);
+
+/* bootstrap_hello.c */
+int loom_rv_dial_rank0(struct rv_job *j, struct loom_hs_peer *p);
 /* the hello (and what follows it, a group's entries), then the table */
-int rv_hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hello *h,
-		   const void *follow, size_t flen);
+int loom_rv_hello_rank0(struct rv_job *j, struct loom_hs_peer *p, const struct rv_hello *h,
+			const void *follow, size_t flen);
 
 /* bootstrap_node.c */
 /* LOCAL_RANK / LOCAL_WORLD_SIZE, unless LOOM_BOOTSTRAP_TREE=0 */
-int rv_tree_mode(struct rv_job *j);
+int loom_rv_tree_mode(struct rv_job *j);
 /* this rank's entry and engine socket, and the node's socket name */
-int rv_tree_entry(struct rv_job *j);
+int loom_rv_tree_entry(struct rv_job *j);
 /* LOCAL_RANK 0: its node's ranks, then its group to rank 0 (rank 0
  * itself: ls0, MASTER_PORT, taken after its node) */
-int rv_node_leader(struct rv_job *j, int ls0);
-int rv_node_member(struct rv_job *j);
+int loom_rv_node_leader(struct rv_job *j, int ls0);
+int loom_rv_node_member(struct rv_job *j);
 
 #endif

@@ -139,7 +139,7 @@ static void abort_rank0(struct rv_job *j)
 }
 
 /* gather the node's entries, send them up, pass the table down */
-int rv_node_leader(struct rv_job *j, int ls0)
+int loom_rv_node_leader(struct rv_job *j, int ls0)
 {
 	struct loom_boot *b = j->b;
 	struct node_group n = { j, NULL, NULL };
@@ -184,7 +184,7 @@ int rv_node_leader(struct rv_job *j, int ls0)
 	if (rc)
 		goto out;
 	if (b->rank == 0)
-		rc = rv_rank0(j, ls0, n.g, (uint32_t)L);
+		rc = loom_rv_rank0(j, ls0, n.g, (uint32_t)L);
 	else {
 		struct loom_hs_peer p;
 		struct rv_hello h;
@@ -194,9 +194,9 @@ int rv_node_leader(struct rv_job *j, int ls0)
 		memcpy(h.node, j->me.node, sizeof h.node);
 		h.count = (uint32_t)L;
 		loom_sha256(n.g, (size_t)L * sizeof *n.g, h.digest);
-		rc = rv_dial_rank0(j, &p);
+		rc = loom_rv_dial_rank0(j, &p);
 		if (!rc)
-			rc = rv_hello_rank0(j, &p, &h, n.g, (size_t)L * sizeof *n.g);
+			rc = loom_rv_hello_rank0(j, &p, &h, n.g, (size_t)L * sizeof *n.g);
 	}
 	if (rc)
 		goto out;
@@ -216,7 +216,7 @@ out:
 }
 
 /* a node's other ranks: their entry to LOCAL_RANK 0, the table back */
-int rv_node_member(struct rv_job *j)
+int loom_rv_node_member(struct rv_job *j)
 {
 	struct loom_boot *b = j->b;
 	struct sockaddr_un a;
@@ -256,7 +256,7 @@ int rv_node_member(struct rv_job *j)
 	h.local_rank = j->local_rank;
 	h.local_size = j->local_size;
 	h.e = j->me;
-	rc = rv_alloc_reply(j);
+	rc = loom_rv_alloc_reply(j);
 	if (!rc)
 		rc = loom_hs_hello(b->key, &p, LOOM_HS_NODE, b->rank, b->size, &h, sizeof h, j->deadline);
 	if (!rc)
@@ -295,15 +295,15 @@ static int outward_ip(const struct rv_job *j, uint32_t *ip)
 
 /* LOCAL_RANK / LOCAL_WORLD_SIZE, unless LOOM_BOOTSTRAP_TREE=0: the node
  * rendezvous; local_size stays 0 (flat) without them or alone on a node */
-int rv_tree_mode(struct rv_job *j)
+int loom_rv_tree_mode(struct rv_job *j)
 {
 	const char *t = getenv("LOOM_BOOTSTRAP_TREE");
 	int rc;
 	j->local_size = 0;
 	if ((t && !strcmp(t, "0")) || !getenv("LOCAL_RANK") || !getenv("LOCAL_WORLD_SIZE"))
 		return LOOM_SUCCESS;
-	if ((rc = rv_env_int("LOCAL_WORLD_SIZE", 1, j->b->size, &j->local_size)) ||
-	    (rc = rv_env_int("LOCAL_RANK", 0, j->local_size - 1, &j->local_rank)))
+	if ((rc = loom_rv_env_int("LOCAL_WORLD_SIZE", 1, j->b->size, &j->local_size)) ||
+	    (rc = loom_rv_env_int("LOCAL_RANK", 0, j->local_size - 1, &j->local_rank)))
 		return rc;
 	if (j->local_size == 1)
 		j->local_size = 0;
@@ -316,7 +316,7 @@ int rv_tree_mode(struct rv_job *j)
 }
 
 /* this rank's entry and engine socket, on the address that routes to MASTER_ADDR */
-int rv_tree_entry(struct rv_job *j)
+int loom_rv_tree_entry(struct rv_job *j)
 {
 	struct loom_boot *b = j->b;
 	uint32_t ip = j->mip;
@@ -331,6 +331,6 @@ int rv_tree_entry(struct rv_job *j)
 	j->me.port = port;
 	j->me.pid = b->pid[b->rank];
 	memcpy(j->me.node, b->nodename[b->rank], sizeof j->me.node);
-	rv_node_socket_name(j->maddr, j->mport, j->me.node, j->sock);
+	loom_rv_node_socket_name(j->maddr, j->mport, j->me.node, j->sock);
 	return LOOM_SUCCESS;
 }

@@ -172,35 +172,82 @@ static int get_secret(struct loom_boot *b, const pmix_proc_t *me)
 	return LOOM_SUCCESS;
 }
 
-int loom_boot_pmix(struct loom_boot *b)
+/* PMIx_Init, and the job's size and this process' rank; wild names
+ * every rank of the job. On failure PMIx is finalized again. */
+static int pmix_start(struct loom_boot *b, pmix_proc_t *me, pmix_proc_t *wild)
 {
-	pmix_proc_t me, wild;
-	pmix_value_t *val = NULL, v;
-	pmix_info_t info[2];
+	pmix_value_t *val = NULL;
 	pmix_status_t st;
-	int tmo = (int)loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120);
-	uint16_t port;
-	char buf[160], ipstr[32];
-	int rc, i;
-	bool yes = true;
-	uint32_t ip = my_ip();
-	double t0 = loom_now(), t_init, t_fence;
-	if ((st = PMIx_Init(&me, NULL, 0)) != PMIX_SUCCESS) {
+	if ((st = PMIx_Init(me, NULL, 0)) != PMIX_SUCCESS) {
 		LOOM_ERR("bootstrap: PMIx_Init failed: %s", PMIx_Error_string(st));
 		return LOOM_ERR_BOOTSTRAP;
 	}
-	PMIX_PROC_CONSTRUCT(&wild);
-	memcpy(wild.nspace, me.nspace, sizeof wild.nspace);
-	wild.rank = PMIX_RANK_WILDCARD;
-	if ((st = PMIx_Get(&wild, PMIX_JOB_SIZE, NULL, 0, &val)) != PMIX_SUCCESS || !val) {
+	PMIX_PROC_CONSTRUCT(wild);
+	memcpy(wild->nspace, me->nspace, sizeof wild->nspace);
+	wild->rank = PMIX_RANK_WILDCARD;
+	if ((st = PMIx_Get(wild, PMIX_JOB_SIZE, NULL, 0, &val)) != PMIX_SUCCESS || !val) {
 		LOOM_ERR("bootstrap: PMIx_Get(job size) failed: %s", PMIx_Error_string(st));
 		PMIx_Finalize(NULL, 0);
 		return LOOM_ERR_BOOTSTRAP;
 	}
 	b->size = (int)val->data.uint32;
 	PMIX_VALUE_RELEASE(val);
+	b->rank = (int)me->rank;
+	return LOOM_SUCCESS;
+}
+
+/* this rank's address, pid and node, as "loom.addr" for the others */
+static int publish(const struct loom_boot *b, uint32_t ip, uint16_t port)
+{
+	pmix_value_t v;
+	pmix_status_t st;
+	char buf[160], ipstr[32];
+	inet_ntop(AF_INET, &ip, ipstr, sizeof ipstr);
+	snprintf(buf, sizeof buf, "%s %u %d %s", ipstr, port, b->pid[b->rank], b->nodename[b->rank]);
+	PMIX_VALUE_CONSTRUCT(&v);
+	v.type = PMIX_STRING;
+	v.data.string = buf;
+	if ((st = PMIx_Put(PMIX_GLOBAL, "loom.addr", &v)) != PMIX_SUCCESS ||
+	    (st = PMIx_Commit()) != PMIX_SUCCESS) {
+		LOOM_ERR("bootstrap: PMIx_Put/Commit failed: %s", PMIx_Error_string(st));
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	return LOOM_SUCCESS;
+}
+
+/* every rank's published data, with a deadline: a rank that never comes
+ * must not hang the others */
+static int fence(const pmix_proc_t *wild)
+{
+	pmix_info_t info[2];
+	pmix_status_t st;
+	int tmo = (int)loom_env_double("LOOM_BOOTSTRAP_TIMEOUT", 120);
+	bool yes = true;
+	PMIX_INFO_CONSTRUCT(&info[0]);
+	PMIX_INFO_CONSTRUCT(&info[1]);
+	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &tmo, PMIX_INT);
+	st = PMIx_Fence(wild, 1, info, 2);
+	PMIX_INFO_DESTRUCT(&info[0]);
+	PMIX_INFO_DESTRUCT(&info[1]);
+	if (st != PMIX_SUCCESS) {
+		LOOM_ERR("bootstrap: PMIx_Fence failed: %s%s", PMIx_Error_string(st),
+			 st == PMIX_ERR_TIMEOUT ? " (LOOM_BOOTSTRAP_TIMEOUT: a rank never came)" : "");
+		return LOOM_ERR_BOOTSTRAP;
+	}
+	return LOOM_SUCCESS;
+}
+
+int loom_boot_pmix(struct loom_boot *b)
+{
+	pmix_proc_t me, wild;
+	uint16_t port;
+	int rc, i;
+	uint32_t ip = my_ip();
+	double t0 = loom_now(), t_init, t_fence;
+	if ((rc = pmix_start(b, &me, &wild)))
+		return rc;
 	t_init = loom_now();
-	b->rank = (int)me.rank;
 	if ((rc = loom_boot_tables(b)))
 		goto fail;
 	loom_node_identity(b->nodename[b->rank]);
@@ -216,33 +263,8 @@ int loom_boot_pmix(struct loom_boot *b)
 	}
 	if ((rc = loom_boot_listen(ip, 0, &b->listen_fd, &port)))
 		goto fail;
-	if (b->rank == 0 && (rc = put_secret(b)))
+	if ((b->rank == 0 && (rc = put_secret(b))) || (rc = publish(b, ip, port)) || (rc = fence(&wild)))
 		goto fail;
-	inet_ntop(AF_INET, &ip, ipstr, sizeof ipstr);
-	snprintf(buf, sizeof buf, "%s %u %d %s", ipstr, port, b->pid[b->rank], b->nodename[b->rank]);
-	PMIX_VALUE_CONSTRUCT(&v);
-	v.type = PMIX_STRING;
-	v.data.string = buf;
-	if ((st = PMIx_Put(PMIX_GLOBAL, "loom.addr", &v)) != PMIX_SUCCESS ||
-	    (st = PMIx_Commit()) != PMIX_SUCCESS) {
-		LOOM_ERR("bootstrap: PMIx_Put/Commit failed: %s", PMIx_Error_string(st));
-		rc = LOOM_ERR_BOOTSTRAP;
-		goto fail;
-	}
-	/* with a deadline: a rank that never comes must not hang the others */
-	PMIX_INFO_CONSTRUCT(&info[0]);
-	PMIX_INFO_CONSTRUCT(&info[1]);
-	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &tmo, PMIX_INT);
-	st = PMIx_Fence(&wild, 1, info, 2);
-	PMIX_INFO_DESTRUCT(&info[0]);
-	PMIX_INFO_DESTRUCT(&info[1]);
-	if (st != PMIX_SUCCESS) {
-		LOOM_ERR("bootstrap: PMIx_Fence failed: %s%s", PMIx_Error_string(st),
-			 st == PMIX_ERR_TIMEOUT ? " (LOOM_BOOTSTRAP_TIMEOUT: a rank never came)" : "");
-		rc = LOOM_ERR_BOOTSTRAP;
-		goto fail;
-	}
 	t_fence = loom_now();
 	if ((rc = get_secret(b, &me)))
 		goto fail;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rv_table_init(struct rv_table *t, int size)
+int loom_rv_table_init(struct rv_table *t, int size)
 {
 	t->size = size;
 	t->filled = 0;
@@ -18,7 +18,7 @@ int rv_table_init(struct rv_table *t, int size)
 	return t->tab && t->have ? 0 : -1;
 }
 
-void rv_table_free(struct rv_table *t)
+void loom_rv_table_free(struct rv_table *t)
 {
 	free(t->tab);
 	free(t->have);
@@ -48,7 +48,7 @@ static int check_new(const struct rv_table *t, int rank, char *why, size_t wlen)
 	return 0;
 }
 
-int rv_take(struct rv_table *t, int rank, const struct rv_entry *e, char *why, size_t wlen)
+int loom_rv_take(struct rv_table *t, int rank, const struct rv_entry *e, char *why, size_t wlen)
 {
 	if (check_new(t, rank, why, wlen))
 		return -1;
@@ -56,8 +56,8 @@ int rv_take(struct rv_table *t, int rank, const struct rv_entry *e, char *why, s
 	return 0;
 }
 
-int rv_take_group(struct rv_table *t, int leader, const struct rv_ranked *g, uint32_t n,
-		  char *why, size_t wlen)
+int loom_rv_take_group(struct rv_table *t, int leader, const struct rv_ranked *g, uint32_t n,
+		       char *why, size_t wlen)
 {
 	uint32_t i, j;
 	int has_leader = 0;
@@ -86,7 +86,7 @@ int rv_take_group(struct rv_table *t, int leader, const struct rv_ranked *g, uin
 	return 0;
 }
 
-void rv_tree_place(int i, int n, int fanout, int *parent, int *children)
+void loom_rv_tree_place(int i, int n, int fanout, int *parent, int *children)
 {
 	/* tree positions: rank 0 is 0, connection i is i + 1 */
 	long m = (long)i + 1, first = m * fanout + 1, last = m * fanout + fanout;
@@ -96,7 +96,7 @@ void rv_tree_place(int i, int n, int fanout, int *parent, int *children)
 	*children = last >= first ? (int)(last - first + 1) : 0;
 }
 
-void rv_missing(const struct rv_table *t, char *out, size_t len)
+void loom_rv_missing(const struct rv_table *t, char *out, size_t len)
 {
 	size_t l = 0;
 	int i;
@@ -112,7 +112,7 @@ void rv_missing(const struct rv_table *t, char *out, size_t len)
 	}
 }
 
-void rv_node_socket_name(const char *maddr, int mport, const char *node, char out[RV_NODE_NAME_LEN])
+void loom_rv_node_socket_name(const char *maddr, int mport, const char *node, char out[RV_NODE_NAME_LEN])
 {
 	char in[400];
 	uint8_t d[32];

@@ -1,6 +1,6 @@
 /* runtime/boot/rendezvous.h: the env rendezvous' wire records and the
  * bookkeeping rank 0 and each node leader do with them (rendezvous.c:
- * pure, unit-tested in runtime/test/rendezvous.c). bootstrap_env.c moves
+ * pure, unit-tested in runtime/boot/test/rendezvous.c). bootstrap_env.c moves
  * them over sockets. */
 #ifndef LOOM_BOOT_RENDEZVOUS_H
 #define LOOM_BOOT_RENDEZVOUS_H
@@ -67,7 +67,7 @@ struct rv_route {
 };
 /* connection i of n (0-based, rank 0 is the tree's root): the index of
  * its parent (-1: rank 0) and its number of children */
-void rv_tree_place(int i, int n, int fanout, int *parent, int *children);
+void loom_rv_tree_place(int i, int n, int fanout, int *parent, int *children);
 
 /* the table as it fills: rank 0's world, or a leader's node */
 struct rv_table {
@@ -75,23 +75,23 @@ struct rv_table {
 	struct rv_entry *tab;           /* by world rank */
 	unsigned char *have;
 };
-int rv_table_init(struct rv_table *t, int size);
-void rv_table_free(struct rv_table *t);
+int loom_rv_table_init(struct rv_table *t, int size);
+void loom_rv_table_free(struct rv_table *t);
 /* one rank's entry: 0, or -1 with why filled (out of range, twice) */
-int rv_take(struct rv_table *t, int rank, const struct rv_entry *e, char *why, size_t wlen);
+int loom_rv_take(struct rv_table *t, int rank, const struct rv_entry *e, char *why, size_t wlen);
 /* a node leader's group: all taken or none. -1 with why when the leader
  * is not among them, a rank is out of range or already in, or there are
  * more than the ranks still missing */
-int rv_take_group(struct rv_table *t, int leader, const struct rv_ranked *g, uint32_t n,
-		  char *why, size_t wlen);
+int loom_rv_take_group(struct rv_table *t, int leader, const struct rv_ranked *g, uint32_t n,
+		       char *why, size_t wlen);
 /* the ranks not in yet, as "3,5,9" (cut short to fit) */
-void rv_missing(const struct rv_table *t, char *out, size_t len);
+void loom_rv_missing(const struct rv_table *t, char *out, size_t len);
 
 /* the node rendezvous' abstract socket name (without the leading NUL):
  * the same for every rank of one job on one node, different between
  * jobs (MASTER_ADDR:MASTER_PORT) and between the nodes that share a host
  * (the node identity) */
 #define RV_NODE_NAME_LEN 48
-void rv_node_socket_name(const char *maddr, int mport, const char *node, char out[RV_NODE_NAME_LEN]);
+void loom_rv_node_socket_name(const char *maddr, int mport, const char *node, char out[RV_NODE_NAME_LEN]);
 
 #endif

@@ -114,16 +114,13 @@ static const struct loom_engine_hooks engine_hooks_pmix = { loom_comms_peer_lost
 							    loom_comms_control, pmix_resolve };
 #endif
 
-int loom_native_world(loom_comm_t **world)
+/* a world with the settings of the environment (LOOM_TRANSPORT,
+ * LOOM_TIMEOUT, LOOM_CHECK), not yet placed in a job */
+static int world_new(struct loom_world **out)
 {
-	struct loom_world *w;
-	struct loom_boot b;
-	int rc, i, *ranks;
-	const char *how;
-	double t0 = loom_now(), t_boot, t_engine, t_end;
-	*world = NULL;
-
-	w = calloc(1, sizeof *w);
+	struct loom_world *w = calloc(1, sizeof *w);
+	int rc;
+	*out = NULL;
 	if (!w)
 		return LOOM_ERR_NOMEM;
 	pthread_mutex_init(&w->comms_lock, NULL);
@@ -138,88 +135,131 @@ int loom_native_world(loom_comm_t **world)
 	}
 	w->check = getenv("LOOM_CHECK") && strcmp(getenv("LOOM_CHECK"), "0") &&
 		   *getenv("LOOM_CHECK");
+	*out = w;
+	return LOOM_SUCCESS;
+}
 
-	memset(&b, 0, sizeof b);
-	b.listen_fd = -1;
+/* PMIx where PMIX_RANK says so, else the RANK/MASTER_ADDR rendezvous,
+ * else a world of one; w->how says which. On failure b holds nothing. */
+static int bootstrap(struct loom_world *w, struct loom_boot *b)
+{
+	int rc;
+	memset(b, 0, sizeof *b);
+	b->listen_fd = -1;
 	if (getenv("PMIX_RANK")) {
 #ifdef HAVE_PMIX
-		how = "pmix";
-		rc = loom_boot_pmix(&b);
+		w->how = "pmix";
+		rc = loom_boot_pmix(b);
 		w->pmix = rc == LOOM_SUCCESS;
 #else
 		LOOM_WARN("PMIX_RANK is set but this libloom was built without PMIx; trying RANK/WORLD_SIZE");
-		how = "env";
-		rc = getenv("RANK") || getenv("WORLD_SIZE") ? loom_boot_env(&b) : boot_single(&b);
+		w->how = "env";
+		rc = getenv("RANK") || getenv("WORLD_SIZE") ? loom_boot_env(b) : boot_single(b);
 #endif
 	} else if (getenv("RANK") || getenv("WORLD_SIZE")) {
-		how = "env";
-		rc = loom_boot_env(&b);
+		w->how = "env";
+		rc = loom_boot_env(b);
 	} else {
-		how = "single";
-		rc = boot_single(&b);
+		w->how = "single";
+		rc = boot_single(b);
 	}
-	if (rc) {
-		boot_free(&b);
+	if (rc)
+		boot_free(b);
+	return rc;
+}
+
+/* the world's place in the job, from the bootstrap: rank, size, random
+ * bits and nodes */
+static int world_place(struct loom_world *w, const struct loom_boot *b)
+{
+	int rc;
+	w->rank = b->rank;
+	w->size = b->size;
+	w->nonce = b->nonce;
+	memcpy(w->shm_key, b->shm_key, sizeof w->shm_key);
+	if ((rc = number_nodes(w, b->nodename)))
+		return rc;
+	loom_log_identity(w->rank, w->size, w->node_names[loom_world_node_of(w, w->rank)]);
+	return LOOM_SUCCESS;
+}
+
+/* the TCP engine on the bootstrap's socket and address table (the
+ * engine's from now on); the rest of b is freed, its key wiped */
+static int world_engine(struct loom_world *w, struct loom_boot *b)
+{
+	int rc = loom_engine_create(w, b->listen_fd, b->ip, b->port, b->key,
+#ifdef HAVE_PMIX
+				    b->lazy_addresses ? &engine_hooks_pmix :
+#endif
+				    &engine_hooks);
+	b->ip = NULL;
+	b->port = NULL;
+	boot_free(b);
+	memset(b->key, 0, sizeof b->key);
+	return rc;
+}
+
+/* the world communicator: every rank, in order */
+static int world_comm(struct loom_world *w, loom_comm_t **world)
+{
+	int i, *ranks = calloc((size_t)w->size, sizeof *ranks);
+	if (!ranks)
+		return LOOM_ERR_NOMEM;
+	for (i = 0; i < w->size; i++)
+		ranks[i] = i;
+	*world = loom_comm_create(w, loom_mix64(w->nonce, 0x776f726c64ull), w->size, ranks, w->rank,
+				  "world");
+	free(ranks);
+	if (!*world)
+		return LOOM_ERR_NOMEM;
+	(*world)->is_world = 1;
+	return LOOM_SUCCESS;
+}
+
+/* the world as formed, and where init's time went: at scale the first
+ * thing asked */
+static void world_report(const struct loom_world *w, double t0, double t_boot, double t_engine)
+{
+	double t_end;
+	if (w->transport == LOOM_TR_SHM && w->nnodes > 1)
+		LOOM_WARN("LOOM_TRANSPORT=shm but the %d ranks span %d nodes: TCP between nodes, shm inside each",
+			  w->size, w->nnodes);
+	t_end = loom_now();
+	LOOM_INFO("world of %d ranks on %d node(s), bootstrap %s, transport %s, timeout %g s%s "
+		  "(init %.3f s: bootstrap %.3f, engine %.3f, world communicator %.3f)",
+		  w->size, w->nnodes, w->how,
+		  w->transport == LOOM_TR_AUTO ? "auto" : w->transport == LOOM_TR_SHM ? "shm" : "tcp",
+		  w->timeout, w->check ? ", LOOM_CHECK on" : "", t_end - t0, t_boot - t0,
+		  t_engine - t_boot, t_end - t_engine);
+}
+
+int loom_native_world(loom_comm_t **world)
+{
+	struct loom_world *w;
+	struct loom_boot b;
+	double t0 = loom_now(), t_boot, t_engine;
+	int rc;
+	*world = NULL;
+	if ((rc = world_new(&w)))
+		return rc;
+	if ((rc = bootstrap(w, &b))) {
 		world_free(w);
 		return rc;
 	}
 	t_boot = loom_now();
-	w->how = how;
-	w->rank = b.rank;
-	w->size = b.size;
-	w->nonce = b.nonce;
-	memcpy(w->shm_key, b.shm_key, sizeof w->shm_key);
-	ranks = calloc((size_t)w->size, sizeof *ranks);
-	if (!ranks) {
-		boot_free(&b);
-		world_free(w);
-		return LOOM_ERR_NOMEM;
-	}
-	for (i = 0; i < w->size; i++)
-		ranks[i] = i;
-	if ((rc = number_nodes(w, b.nodename))) {
-		free(ranks);
+	if ((rc = world_place(w, &b))) {
 		boot_free(&b);
 		world_free(w);
 		return rc;
 	}
-	loom_log_identity(w->rank, w->size, w->node_names[loom_world_node_of(w, w->rank)]);
-	rc = loom_engine_create(w, b.listen_fd, b.ip, b.port, b.key,
-#ifdef HAVE_PMIX
-				b.lazy_addresses ? &engine_hooks_pmix :
-#endif
-				&engine_hooks);
-	b.ip = NULL;    /* the engine's now */
-	b.port = NULL;
-	boot_free(&b);
-	memset(b.key, 0, sizeof b.key);
-	if (rc) {
-		free(ranks);
-		loom_engine_destroy(w);
-		world_free(w);
-		return rc;
-	}
+	rc = world_engine(w, &b);
 	t_engine = loom_now();
-	*world = loom_comm_create(w, loom_mix64(w->nonce, 0x776f726c64ull), w->size, ranks, w->rank,
-				  "world");
-	free(ranks);
-	if (!*world) {
+	if (rc || (rc = world_comm(w, world))) {
 		loom_engine_destroy(w);
 		world_free(w);
-		return LOOM_ERR_NOMEM;
+		return rc;
 	}
-	(*world)->is_world = 1;
-	if (w->transport == LOOM_TR_SHM && w->nnodes > 1)
-		LOOM_WARN("LOOM_TRANSPORT=shm but the %d ranks span %d nodes: TCP between nodes, shm inside each",
-			  w->size, w->nnodes);
-	/* where init's time went: at scale the first thing asked */
-	t_end = loom_now();
-	LOOM_INFO("world of %d ranks on %d node(s), bootstrap %s, transport %s, timeout %g s%s "
-		  "(init %.3f s: bootstrap %.3f, engine %.3f, world communicator %.3f)",
-		  w->size, w->nnodes, how,
-		  w->transport == LOOM_TR_AUTO ? "auto" : w->transport == LOOM_TR_SHM ? "shm" : "tcp",
-		  w->timeout, w->check ? ", LOOM_CHECK on" : "", t_end - t0, t_boot - t0,
-		  t_engine - t_boot, t_end - t_engine);
+	world_report(w, t0, t_boot, t_engine);
 	return LOOM_SUCCESS;
 }
 

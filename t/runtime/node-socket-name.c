@@ -14,7 +14,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s MASTER_ADDR MASTER_PORT NODE\n", argv[0]);
 		return 2;
 	}
-	rv_node_socket_name(argv[1], atoi(argv[2]), argv[3], name);
+	loom_rv_node_socket_name(argv[1], atoi(argv[2]), argv[3], name);
 	puts(name);
 	return 0;
 }

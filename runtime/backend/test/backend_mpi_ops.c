@@ -3,7 +3,7 @@
  * op, against the same arithmetic done here on loom's own conversions. */
 #include "config.h"
 #include "backend/backend.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <math.h>
 #include <stdint.h>

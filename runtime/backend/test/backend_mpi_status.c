@@ -4,7 +4,7 @@
  * MPI alone (no MPI_Finalize on a program that initialized MPI). */
 #include "config.h"
 #include "backend/backend.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <stdint.h>
 #include <stdlib.h>
