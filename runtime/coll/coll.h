@@ -1,5 +1,6 @@
-/* runtime/coll/coll.h: transfers inside one operation (xfer.c), the
- * algorithms over them (coll_*.c) and the choice among them (plan.c). */
+/* runtime/coll/coll.h: transfers inside one operation (xfer.c), the flat
+ * algorithms over them (coll_*.c), the choice among them and the
+ * hierarchical compositions above them (coll_hier.c, plan.c). */
 #ifndef LOOM_COLL_COLL_H
 #define LOOM_COLL_COLL_H
 
@@ -81,6 +82,30 @@ int loom_coll_reduce_scatter(struct loom_comm *c, const void *s, void *r, size_t
 int loom_coll_alltoall(struct loom_comm *c, const void *s, void *r, size_t bytes,
 		       struct loom_opctx *o);
 int loom_coll_barrier(struct loom_comm *c, struct loom_opctx *o);
+/* ---- the flat algorithms of the collectives with a hierarchical form
+ * (coll_allreduce.c, coll_reduce.c, coll_bcast.c): coll_hier.c chooses
+ * among them and composes them; they never call up into it ---- */
+/* allreduce in place on buf: recursive doubling, ring */
+int loom_rd_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+		      struct loom_opctx *o);
+int loom_ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+			struct loom_opctx *o);
+/* the ring's halves: after the reduce-scatter rank r holds block (r+k) % N
+ * of buf reduced over all ranks (k = 1 the ring's own; k = 0 where the
+ * lanes need block r, as the direct reads leave it); the allgather
+ * spreads every block from there */
+int loom_ring_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+		 struct loom_opctx *o, int k);
+int loom_ring_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct loom_opctx *o, int k);
+/* reduce to root: binomial tree, ring reduce-scatter + gather */
+int loom_tree_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		     loom_op_t op, int root, struct loom_opctx *o);
+int loom_ring_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		     loom_op_t op, int root, struct loom_opctx *o);
+/* broadcast in place on buf: binomial tree, pipelined chain */
+int loom_tree_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, struct loom_opctx *o);
+int loom_chain_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, struct loom_opctx *o);
+
 /* block i of count elements split over n ranks (first count%n get one more) */
 static inline size_t loom_blk_cnt(size_t count, int n, int i)
 {
