@@ -5,6 +5,7 @@
 #define LOOM_COLL_COLL_H
 
 #include "comm/comm.h"
+#include "coll/coll_state.h"
 
 /* ---- xfer.c: transfers inside one operation ---- */
 struct loom_xctx {
@@ -149,11 +150,11 @@ int loom_staged_alltoall(struct loom_comm *c, const char *s, char *r, size_t byt
 			 struct loom_opctx *o);
 /* ---- near.c: for what plan.c gives the slots (loom_plan_staged), of
  * bytes of result: 1 = the slots (written with streaming stores while
- * c->near_far), 0 = direct reads (LOOM_STAGED=0). Counts the call, and at
- * the first and once LOOM_NEAR_EVERY calls or LOOM_NEAR_BYTES have gone
- * by, measures with the peers how fast their cores hand a line over (a
- * collective: every rank of c calls it at the same calls, with the same
- * bytes). 0 with *rc set on failure. ---- */
+ * c's coll state says near_far), 0 = direct reads (LOOM_STAGED=0).
+ * Counts the call, and at the first and once LOOM_NEAR_EVERY calls or
+ * LOOM_NEAR_BYTES have gone by, measures with the peers how fast their
+ * cores hand a line over (a collective: every rank of c calls it at the
+ * same calls, with the same bytes). 0 with *rc set on failure. ---- */
 int loom_staged_wanted(struct loom_comm *c, size_t bytes, struct loom_opctx *o, int *rc);
 enum { LOOM_STAGED_AUTO = 1, LOOM_STAGED_ALWAYS, LOOM_STAGED_STREAM, LOOM_STAGED_NEVER };
 /* LOOM_STAGED's value: auto (NULL, empty), 1, stream, 0; -1 otherwise */

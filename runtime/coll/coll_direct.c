@@ -110,9 +110,12 @@ static int usable(struct loom_comm *c, struct loom_opctx *o, struct post *all)
  * One operation at a time runs on a communicator, so one is enough. */
 static char *scratch(struct loom_comm *c, int k)
 {
-	if (!c->direct_tmp)
-		c->direct_tmp = malloc(2 * (size_t)CHUNK);
-	return c->direct_tmp ? c->direct_tmp + (size_t)k * CHUNK : NULL;
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	if (!st)
+		return NULL;
+	if (!st->direct_tmp)
+		st->direct_tmp = malloc(2 * (size_t)CHUNK);
+	return st->direct_tmp ? st->direct_tmp + (size_t)k * CHUNK : NULL;
 }
 
 /* out[0..cnt) = the peers' inputs at element off reduced in the order

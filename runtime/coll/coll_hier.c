@@ -178,18 +178,21 @@ static int allreduce_reduce(struct loom_comm *c, const char *s, char *r, size_t 
 			    loom_dtype_t dt, loom_op_t op, int root, struct loom_opctx *o)
 {
 	size_t bytes = n * loom_dtype_size(dt);
+	struct loom_coll_state *st;
 	char *out = r, *own = NULL;
 	int rc;
 	if (c->rank != root) {
 		if (bytes > REDUCE_KEEP_MAX) {
 			out = own = malloc(bytes);
-		} else {
-			if (c->reduce_out_len < bytes) {
-				free(c->reduce_out);  /* grown, not copied: nothing in it is kept */
-				c->reduce_out = malloc(bytes);
-				c->reduce_out_len = c->reduce_out ? bytes : 0;
+		} else if ((st = loom_coll_state_of(c))) {
+			if (st->reduce_out_len < bytes) {
+				free(st->reduce_out);  /* grown, not copied: nothing in it is kept */
+				st->reduce_out = malloc(bytes);
+				st->reduce_out_len = st->reduce_out ? bytes : 0;
 			}
-			out = c->reduce_out;
+			out = st->reduce_out;
+		} else {
+			out = NULL;
 		}
 		if (!out)
 			return LOOM_ERR_NOMEM;

@@ -76,7 +76,7 @@ static void stage_begin(struct stage *g, struct loom_comm *c, struct loom_opctx 
 	memset(g, 0, sizeof *g);
 	g->c = c;
 	g->tag = loom_x_shm_tag(o->seq);
-	g->stream = c->near_far;
+	g->stream = c->coll && c->coll->near_far;  /* near.c set it, asked first */
 	loom_x_begin_o(&g->x, c, o, o->seq);
 }
 
@@ -105,9 +105,12 @@ static void release(struct stage *g, int p)
 /* a slot's worth of this core's own, kept with the communicator */
 static char *stage_tmp(struct loom_comm *c)
 {
-	if (!c->stage_tmp)
-		c->stage_tmp = aligned_alloc(64, LOOM_SHM_SLOT_BYTES);
-	return c->stage_tmp;
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	if (!st)
+		return NULL;
+	if (!st->stage_tmp)
+		st->stage_tmp = aligned_alloc(64, LOOM_SHM_SLOT_BYTES);
+	return st->stage_tmp;
 }
 
 /* elements of chunk j of block b (0 past its end) */

@@ -4,7 +4,8 @@ runtime_libloom_core_la_SOURCES += runtime/coll/coll.h runtime/coll/xfer.c \
 	runtime/coll/plan.c runtime/coll/coll_allreduce.c runtime/coll/coll_reduce.c \
 	runtime/coll/coll_bcast.c runtime/coll/coll_ring.c runtime/coll/coll_misc.c \
 	runtime/coll/coll_fbox.c runtime/coll/coll_direct.c \
-	runtime/coll/coll_staged.c runtime/coll/near.c runtime/coll/coll_hier.c
+	runtime/coll/coll_staged.c runtime/coll/near.c runtime/coll/coll_hier.c \
+	runtime/coll/coll_state.h runtime/coll/coll_state.c
 check_PROGRAMS += runtime/test/plan
 runtime_test_plan_SOURCES = runtime/test/plan.c
 runtime_test_plan_LDADD = runtime/libloom_core.la

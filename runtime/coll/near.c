@@ -83,10 +83,10 @@ int loom_near_due(uint64_t calls, uint64_t bytes)
 	return calls == 0 || calls >= LOOM_NEAR_EVERY || bytes >= LOOM_NEAR_BYTES;
 }
 
-static int mode(struct loom_comm *c)
+static int mode(struct loom_comm *c, struct loom_coll_state *st)
 {
 	static _Atomic int warned;  /* once a process, not once a communicator */
-	if (!c->staged_mode) {
+	if (!st->staged_mode) {
 		const char *v = getenv("LOOM_STAGED");
 		int m = loom_staged_mode_parse(v);
 		if (m < 0) {
@@ -94,14 +94,14 @@ static int mode(struct loom_comm *c)
 				LOOM_WARN("LOOM_STAGED=%s: not auto, 1, stream or 0; taking auto", v);
 			m = LOOM_STAGED_AUTO;
 		}
-		c->staged_mode = m;
-		c->near_far = m == LOOM_STAGED_STREAM;
+		st->staged_mode = m;
+		st->near_far = m == LOOM_STAGED_STREAM;
 		if (m != LOOM_STAGED_AUTO)
 			LOOM_INFO("comm %s: LOOM_STAGED=%s: large collectives in the node by %s", c->name,
 				  v, m == LOOM_STAGED_NEVER ? "direct reads"
 				     : m == LOOM_STAGED_STREAM ? "streamed slots" : "the ring slots");
 	}
-	return c->staged_mode;
+	return st->staged_mode;
 }
 
 struct look {
@@ -137,7 +137,7 @@ static int measure(struct loom_comm *c, struct loom_opctx *o, struct look *all)
 }
 
 /* what every rank concludes alike from the same looks */
-static int look_again(struct loom_comm *c, struct loom_opctx *o)
+static int look_again(struct loom_comm *c, struct loom_coll_state *st, struct loom_opctx *o)
 {
 	struct look *all = calloc((size_t)c->size, sizeof *all);
 	int32_t *cpu = calloc((size_t)c->size, sizeof *cpu);
@@ -150,22 +150,22 @@ static int look_again(struct loom_comm *c, struct loom_opctx *o)
 				worst = (uint64_t)all[i].ns;
 		}
 		shared = loom_cpus_shared(cpu, c->size);
-		if (loom_look_unsure(worst, shared, c->near_unsure)) {
+		if (loom_look_unsure(worst, shared, st->near_unsure)) {
 			/* a rank was kept off its CPU: keep the way, look at the next call */
 			LOOM_INFO("comm %s: a fast-box allreduce takes %llu ns, a rank kept off its CPU: looking again at the next call",
 				  c->name, (unsigned long long)worst);
-			c->near_unsure++;
+			st->near_unsure++;
 			goto out;
 		}
-		c->near_unsure = 0;
+		st->near_unsure = 0;
 		far = !loom_cached_slots(worst, shared);
-		if (far != c->near_far || !c->near_looked)
+		if (far != st->near_far || !st->near_looked)
 			LOOM_INFO("comm %s: a fast-box allreduce takes %llu ns (limit %u)%s: large collectives in the node by %s",
 				  c->name, (unsigned long long)worst, LOOM_NEAR_NS,
 				  shared ? ", ranks share a CPU" : "",
 				  far ? "streamed slots" : "the ring slots");
-		c->near_far = far;
-		c->near_looked = 1;
+		st->near_far = far;
+		st->near_looked = 1;
 	}
 out:
 	free(all);
@@ -175,18 +175,24 @@ out:
 
 int loom_staged_wanted(struct loom_comm *c, size_t bytes, struct loom_opctx *o, int *rc)
 {
-	int m = mode(c);
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	int m;
+	if (!st) {
+		*rc = LOOM_ERR_NOMEM;
+		return 0;
+	}
+	m = mode(c, st);
 	*rc = LOOM_SUCCESS;
 	if (m == LOOM_STAGED_NEVER)
 		return 0;
 	if (m == LOOM_STAGED_AUTO) {
-		if (c->near_unsure || loom_near_due(c->near_calls, c->near_bytes)) {
-			c->near_calls = c->near_bytes = 0;
-			if ((*rc = look_again(c, o)))
+		if (st->near_unsure || loom_near_due(st->near_calls, st->near_bytes)) {
+			st->near_calls = st->near_bytes = 0;
+			if ((*rc = look_again(c, st, o)))
 				return 0;
 		}
-		c->near_calls++;
-		c->near_bytes += bytes;
+		st->near_calls++;
+		st->near_bytes += bytes;
 	}
 	return 1;
 }

@@ -63,18 +63,19 @@ void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_
 #define SCRATCH_MAX (64u << 20)
 static char *landing(struct loom_comm *c, struct loom_xreq *q, size_t len)
 {
-	if (!c->scratch_busy && len <= SCRATCH_MAX) {
-		if (c->scratch_len < len) {
-			char *n = realloc(c->scratch, len);
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	if (st && !st->scratch_busy && len <= SCRATCH_MAX) {
+		if (st->scratch_len < len) {
+			char *n = realloc(st->scratch, len);
 			if (n) {
-				c->scratch = n;
-				c->scratch_len = len;
+				st->scratch = n;
+				st->scratch_len = len;
 			}
 		}
-		if (c->scratch_len >= len) {
-			c->scratch_busy = 1;
+		if (st->scratch_len >= len) {
+			st->scratch_busy = 1;
 			q->tmp_lent = 1;
-			return c->scratch;
+			return st->scratch;
 		}
 	}
 	return malloc(len);
@@ -82,8 +83,8 @@ static char *landing(struct loom_comm *c, struct loom_xreq *q, size_t len)
 
 static void land_free(struct loom_comm *c, struct loom_xreq *q)
 {
-	if (q->tmp_lent)
-		c->scratch_busy = 0;
+	if (q->tmp_lent)  /* lent by landing: c->coll is there */
+		c->coll->scratch_busy = 0;
 	else
 		free(q->tmp);
 	q->tmp = NULL;
@@ -373,12 +374,14 @@ static int tcp_bulk(const struct loom_xctx *x)
  * ends while still spinning or yielding. */
 double loom_x_yield_window(const struct loom_comm *c)
 {
-	return c->sleepy >= LOOM_SLEEPY_RUN ? 0 : LOOM_YIELD_S;
+	return c->coll && c->coll->sleepy >= LOOM_SLEEPY_RUN ? 0 : LOOM_YIELD_S;
 }
 
 void loom_x_wait_ended(struct loom_comm *c, int slept)
 {
-	c->sleepy = slept ? c->sleepy + (c->sleepy < LOOM_SLEEPY_RUN) : 0;
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	if (st)  /* else no record: waits keep the full window */
+		st->sleepy = slept ? st->sleepy + (st->sleepy < LOOM_SLEEPY_RUN) : 0;
 }
 
 int loom_x_wait(struct loom_xctx *x, int handle)
