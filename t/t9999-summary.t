@@ -12,6 +12,7 @@ area_of() {
 	runtime/test/ckpt*|t/t4[0-9][0-9][0-9]-*) echo checkpoint ;;
 	runtime/test/backend_*|t/t6[0-9][0-9][0-9]-*) echo backends ;;
 	runtime/test/*|t/t2[0-9][0-9][0-9]-*) echo runtime ;;
+	runtime/coll/test/*) echo runtime ;;
 	t/t3[0-9][0-9][0-9]-*) echo conformance ;;
 	python/test/*|t/t51[0-9][0-9]-*) echo python ;;
 	t/t5[0-9][0-9][0-9]-*) echo examples ;;

@@ -1,6 +1,6 @@
 /* runtime/coll/plan.c: which algorithm a collective uses, from the transport
  * setting, the communicator's shape and the message size. Pure functions,
- * unit-tested (runtime/test/plan.c). The one place that explains why.
+ * unit-tested (runtime/coll/test/plan.c). The one place that explains why.
  *
  * Cost of one operation on N ranks of b bytes, with a = the cost of one
  * message hop (a fast-box cache line ~0.1-0.2 us, a shm ring slot ~1 us,

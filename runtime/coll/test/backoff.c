@@ -5,7 +5,7 @@
  * speeds. */
 #include "config.h"
 #include "coll/coll.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <stdlib.h>
 

@@ -1,8 +1,8 @@
-/* unit test: which algorithm each collective uses (runtime/test/plan.c), and
- * the block partition the ring algorithms rely on. */
+/* unit test: which algorithm each collective uses (coll/plan.c), and the
+ * block partition the ring algorithms rely on. */
 #include "config.h"
 #include "coll/coll.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 int main(void)
 {
