@@ -171,7 +171,7 @@ int loom_near_due(uint64_t calls, uint64_t bytes);
 int loom_look_unsure(uint64_t worst_ns, int cpus_shared, int tries);
 #define LOOM_NEAR_UNSURE_NS 2000u
 #define LOOM_NEAR_UNSURE_TRIES 3
-#define LOOM_NEAR_NS 240u     /* near: 73-196 ns, far: 282-441 (near.c) */
+#define LOOM_NEAR_NS 240u     /* between near and far hand-offs (near.c) */
 #define LOOM_NEAR_ROUNDS 8
 #define LOOM_NEAR_BATCHES 8
 #define LOOM_NEAR_EVERY 64

@@ -114,7 +114,7 @@ int loom_ring_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct loo
  * the reduce-scatter begins, under a tag of their own. A left neighbour
  * that ends its reduce-scatter first sends on at once; a receive not yet
  * posted then costs an early-message buffer and a second copy of every
- * byte (2 ranks, 64 MiB: a third of the bytes arrived so). Safe: the
+ * byte that arrives so. Safe: the
  * finished block b reaches this rank only after this rank's own
  * reduce-scatter sent b on (it is upstream in b's chain), and nothing
  * here reads b after that send. */

@@ -38,8 +38,8 @@ static int lanes_allreduce(struct loom_comm *c, const char *s, char *buf, size_t
 		 * with the ring's usual block j + 1 a node without direct reads
 		 * put other blocks on the lanes than its peers (wrong sums). */
 		so.seq = loom_op_enter(nc);
-		/* direct reads take the inputs where they are: at 64 MiB the copy
-		 * of s into buf was a fifth of a rank's time (4 ranks, 2 nodes) */
+		/* direct reads take the inputs where they are: a copy of s into
+		 * buf first would be a read and a write of every byte more */
 		if (loom_plan_direct(c->w->transport, L, 1, n * es))
 			rc = loom_direct_rs(nc, s, buf, n, dt, op, &so, &fallback);
 		if (!rc && !fallback) {

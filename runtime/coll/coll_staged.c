@@ -83,7 +83,7 @@ static void stage_begin(struct stage *g, struct loom_comm *c, struct loom_opctx 
 /* into a slot: the peer reads it from this core's cache when the two
  * share one, from memory when they are far apart (near.c), since a
  * line taken from a far core's cache costs several times one from
- * memory (2-4 against 10-12 GB/s through a 1 MiB ring on the test VM) */
+ * memory (docs/algorithms.md) */
 static void put(const struct stage *g, void *to, const void *from, size_t len)
 {
 	if (g->stream)

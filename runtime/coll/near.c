@@ -5,22 +5,16 @@
  *
  * The staged path moves every byte through a slot: written by one rank,
  * read by another. Between cores that share a cache the reader finds the
- * line there, the fastest way. Between cores that do not, it takes the
- * line from the writer's cache, several times slower than from memory: on
- * the 2-core test VM, 256 MiB through a 1 MiB ring of 64 KiB chunks moves
- * at 8.2-14 GB/s near with cached stores, and far apart at 2-4.4 GB/s
- * with cached stores but 10-12.8 with streaming ones (5.8-9.8 near).
- * The host moves the VM's two CPUs between the two placements every few
- * seconds to minutes; 2 ranks bound to them ran a 64 MiB allreduce in
- * 7.0-7.8 ms near (cached), and far apart in 32-35 ms with cached stores,
- * 13.7-18 by direct reads (coll_direct.c) and 9.0-11.4 streamed. The
- * fastest batch of 8 fast-box allreduces takes 73-196 ns near and 282-441
- * far (145 runs, 2026-12-06): LOOM_NEAR_NS lies between.
+ * line there, the fastest way. Between cores that do not (other sockets,
+ * other core complexes), it takes the line from the writer's cache,
+ * several times slower than from memory: there streamed slots beat both
+ * cached ones and direct reads (coll_direct.c), and near they lose to
+ * cached ones. A host may move a virtual machine's CPUs between the two
+ * placements as it runs, so the ranks look again now and then.
  *
  * Two ranks on one CPU keep cached stores: each hand-off stays in that
- * CPU's cache (2 ranks bound to one CPU: 16 MiB 3.4-4.7 ms by the slots
- * against 7.4-9.2 by direct reads), though every fast-box allreduce then
- * waits for a context switch (1.6-1.7 us).
+ * CPU's cache, though every fast-box allreduce then waits for a context
+ * switch.
  *
  * So the ranks look, together, at the first such call and again once
  * LOOM_NEAR_EVERY calls or LOOM_NEAR_BYTES of results have gone by (the
@@ -29,16 +23,16 @@
  * LOOM_NEAR_ROUNDS, each rank keeping its fastest batch's mean and the
  * CPU it runs on, shared by a fast-box allgather, so that every rank
  * takes the same decision. When no two ranks share a CPU and the slowest
- * rank's mean is above LOOM_NEAR_NS, the slots are streamed until the
- * next look. A mean above LOOM_NEAR_UNSURE_NS on CPUs of their own says
- * that a rank was kept off its CPU meanwhile (5 in 54 first looks of the
- * bench on the test VM: 7.6-11 us), not where the cores are: the ranks
- * keep their way and look again at the next call, up to
- * LOOM_NEAR_UNSURE_TRIES times in a row. Either way block r of an
- * allreduce is reduced by rank r in the order r, r+1, ..., r-1: the
- * results do not depend on the choice (t2008 checks). LOOM_STAGED=1 keeps
- * cached stores and =stream streaming ones, with no measuring; =0 takes
- * direct reads. */
+ * rank's mean is above LOOM_NEAR_NS (between the slowest near hand-off
+ * and the fastest far one measured: docs/algorithms.md), the slots are
+ * streamed until the next look. A mean above LOOM_NEAR_UNSURE_NS on CPUs
+ * of their own says that a rank was kept off its CPU meanwhile, not
+ * where the cores are: the ranks keep their way and look again at the
+ * next call, up to LOOM_NEAR_UNSURE_TRIES times in a row. Either way
+ * block r of an allreduce is reduced by rank r in the order r, r+1, ...,
+ * r-1: the results do not depend on the choice (t2008 checks).
+ * LOOM_STAGED=1 keeps cached stores and =stream streaming ones, with no
+ * measuring; =0 takes direct reads. */
 #include "coll/coll.h"
 
 #include <sched.h>
