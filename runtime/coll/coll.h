@@ -1,9 +1,11 @@
-/* runtime/coll/coll.h: transfers inside one operation (xfer.c), the
- * algorithms over them (coll_*.c) and the choice among them (plan.c). */
+/* runtime/coll/coll.h: transfers inside one operation (xfer.c), the flat
+ * algorithms over them (coll_*.c), the choice among them and the
+ * hierarchical compositions above them (coll_hier.c, plan.c). */
 #ifndef LOOM_COLL_COLL_H
 #define LOOM_COLL_COLL_H
 
 #include "comm/comm.h"
+#include "coll/coll_state.h"
 
 /* ---- xfer.c: transfers inside one operation ---- */
 struct loom_xctx {
@@ -81,6 +83,30 @@ int loom_coll_reduce_scatter(struct loom_comm *c, const void *s, void *r, size_t
 int loom_coll_alltoall(struct loom_comm *c, const void *s, void *r, size_t bytes,
 		       struct loom_opctx *o);
 int loom_coll_barrier(struct loom_comm *c, struct loom_opctx *o);
+/* ---- the flat algorithms of the collectives with a hierarchical form
+ * (coll_allreduce.c, coll_reduce.c, coll_bcast.c): coll_hier.c chooses
+ * among them and composes them; they never call up into it ---- */
+/* allreduce in place on buf: recursive doubling, ring */
+int loom_rd_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+		      struct loom_opctx *o);
+int loom_ring_allreduce(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+			struct loom_opctx *o);
+/* the ring's halves: after the reduce-scatter rank r holds block (r+k) % N
+ * of buf reduced over all ranks (k = 1 the ring's own; k = 0 where the
+ * lanes need block r, as the direct reads leave it); the allgather
+ * spreads every block from there */
+int loom_ring_rs(struct loom_comm *c, char *buf, size_t n, loom_dtype_t dt, loom_op_t op,
+		 struct loom_opctx *o, int k);
+int loom_ring_ag(struct loom_comm *c, char *buf, size_t n, size_t es, struct loom_opctx *o, int k);
+/* reduce to root: binomial tree, ring reduce-scatter + gather */
+int loom_tree_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		     loom_op_t op, int root, struct loom_opctx *o);
+int loom_ring_reduce(struct loom_comm *c, const char *s, char *r, size_t n, loom_dtype_t dt,
+		     loom_op_t op, int root, struct loom_opctx *o);
+/* broadcast in place on buf: binomial tree, pipelined chain */
+int loom_tree_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, struct loom_opctx *o);
+int loom_chain_bcast(struct loom_comm *c, char *buf, size_t bytes, int root, struct loom_opctx *o);
+
 /* block i of count elements split over n ranks (first count%n get one more) */
 static inline size_t loom_blk_cnt(size_t count, int n, int i)
 {
@@ -124,11 +150,11 @@ int loom_staged_alltoall(struct loom_comm *c, const char *s, char *r, size_t byt
 			 struct loom_opctx *o);
 /* ---- near.c: for what plan.c gives the slots (loom_plan_staged), of
  * bytes of result: 1 = the slots (written with streaming stores while
- * c->near_far), 0 = direct reads (LOOM_STAGED=0). Counts the call, and at
- * the first and once LOOM_NEAR_EVERY calls or LOOM_NEAR_BYTES have gone
- * by, measures with the peers how fast their cores hand a line over (a
- * collective: every rank of c calls it at the same calls, with the same
- * bytes). 0 with *rc set on failure. ---- */
+ * c's coll state says near_far), 0 = direct reads (LOOM_STAGED=0).
+ * Counts the call, and at the first and once LOOM_NEAR_EVERY calls or
+ * LOOM_NEAR_BYTES have gone by, measures with the peers how fast their
+ * cores hand a line over (a collective: every rank of c calls it at the
+ * same calls, with the same bytes). 0 with *rc set on failure. ---- */
 int loom_staged_wanted(struct loom_comm *c, size_t bytes, struct loom_opctx *o, int *rc);
 enum { LOOM_STAGED_AUTO = 1, LOOM_STAGED_ALWAYS, LOOM_STAGED_STREAM, LOOM_STAGED_NEVER };
 /* LOOM_STAGED's value: auto (NULL, empty), 1, stream, 0; -1 otherwise */
@@ -145,7 +171,7 @@ int loom_near_due(uint64_t calls, uint64_t bytes);
 int loom_look_unsure(uint64_t worst_ns, int cpus_shared, int tries);
 #define LOOM_NEAR_UNSURE_NS 2000u
 #define LOOM_NEAR_UNSURE_TRIES 3
-#define LOOM_NEAR_NS 240u     /* near: 73-196 ns, far: 282-441 (near.c) */
+#define LOOM_NEAR_NS 240u     /* between near and far hand-offs (near.c) */
 #define LOOM_NEAR_ROUNDS 8
 #define LOOM_NEAR_BATCHES 8
 #define LOOM_NEAR_EVERY 64

@@ -110,9 +110,12 @@ static int usable(struct loom_comm *c, struct loom_opctx *o, struct post *all)
  * One operation at a time runs on a communicator, so one is enough. */
 static char *scratch(struct loom_comm *c, int k)
 {
-	if (!c->direct_tmp)
-		c->direct_tmp = malloc(2 * (size_t)CHUNK);
-	return c->direct_tmp ? c->direct_tmp + (size_t)k * CHUNK : NULL;
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	if (!st)
+		return NULL;
+	if (!st->direct_tmp)
+		st->direct_tmp = malloc(2 * (size_t)CHUNK);
+	return st->direct_tmp ? st->direct_tmp + (size_t)k * CHUNK : NULL;
 }
 
 /* out[0..cnt) = the peers' inputs at element off reduced in the order
@@ -195,11 +198,10 @@ int loom_direct_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 	int rc, N = c->size;
 	BEGIN(c, o, all, rc, fallback);
 	/* Out of place, the inputs are read where they are (no copy of s
-	 * into r first: at 64 MiB that copy was a third of the memory
-	 * traffic). Each reduced chunk goes from cache into every peer's
-	 * result at once, rather than each peer reading the finished block
-	 * back from memory afterwards (2 ranks, 64 MiB: a fifth of the memory
-	 * traffic). In place is safe too: the block written into a peer's
+	 * into r first: a read and a write of every byte more). Each reduced
+	 * chunk goes from cache into every peer's result at once, rather
+	 * than each peer reading the finished block back from memory
+	 * afterwards (one more read of every result byte). In place is safe too: the block written into a peer's
 	 * buffer is the one only this rank reads there, chunk by chunk after
 	 * reading it. The barrier says every write has landed. */
 	if (!(rc = meet2(c, o, s, r, 1, all)))
@@ -298,8 +300,8 @@ int loom_direct_reduce(struct loom_comm *c, const char *s, char *r, size_t n, lo
 
 /* src: the root's source when it is not buf and does not overlap it
  * (else NULL): the readers read it there while the root copies it into
- * its own buf, at once rather than one after the other (2 ranks, 16 MiB:
- * the root's copy was as long as the peer's read) */
+ * its own buf, at once rather than one after the other (the root's copy
+ * takes about as long as a peer's read) */
 int loom_direct_bcast(struct loom_comm *c, const char *src, char *buf, size_t bytes, int root,
 		      struct loom_opctx *o, int *fallback)
 {

@@ -76,14 +76,14 @@ static void stage_begin(struct stage *g, struct loom_comm *c, struct loom_opctx 
 	memset(g, 0, sizeof *g);
 	g->c = c;
 	g->tag = loom_x_shm_tag(o->seq);
-	g->stream = c->near_far;
+	g->stream = c->coll && c->coll->near_far;  /* near.c set it, asked first */
 	loom_x_begin_o(&g->x, c, o, o->seq);
 }
 
 /* into a slot: the peer reads it from this core's cache when the two
  * share one, from memory when they are far apart (near.c), since a
  * line taken from a far core's cache costs several times one from
- * memory (2-4 against 10-12 GB/s through a 1 MiB ring on the test VM) */
+ * memory (docs/algorithms.md) */
 static void put(const struct stage *g, void *to, const void *from, size_t len)
 {
 	if (g->stream)
@@ -105,9 +105,12 @@ static void release(struct stage *g, int p)
 /* a slot's worth of this core's own, kept with the communicator */
 static char *stage_tmp(struct loom_comm *c)
 {
-	if (!c->stage_tmp)
-		c->stage_tmp = aligned_alloc(64, LOOM_SHM_SLOT_BYTES);
-	return c->stage_tmp;
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	if (!st)
+		return NULL;
+	if (!st->stage_tmp)
+		st->stage_tmp = aligned_alloc(64, LOOM_SHM_SLOT_BYTES);
+	return st->stage_tmp;
 }
 
 /* elements of chunk j of block b (0 past its end) */

@@ -5,22 +5,16 @@
  *
  * The staged path moves every byte through a slot: written by one rank,
  * read by another. Between cores that share a cache the reader finds the
- * line there, the fastest way. Between cores that do not, it takes the
- * line from the writer's cache, several times slower than from memory: on
- * the 2-core test VM, 256 MiB through a 1 MiB ring of 64 KiB chunks moves
- * at 8.2-14 GB/s near with cached stores, and far apart at 2-4.4 GB/s
- * with cached stores but 10-12.8 with streaming ones (5.8-9.8 near).
- * The host moves the VM's two CPUs between the two placements every few
- * seconds to minutes; 2 ranks bound to them ran a 64 MiB allreduce in
- * 7.0-7.8 ms near (cached), and far apart in 32-35 ms with cached stores,
- * 13.7-18 by direct reads (coll_direct.c) and 9.0-11.4 streamed. The
- * fastest batch of 8 fast-box allreduces takes 73-196 ns near and 282-441
- * far (145 runs, 2026-12-06): LOOM_NEAR_NS lies between.
+ * line there, the fastest way. Between cores that do not (other sockets,
+ * other core complexes), it takes the line from the writer's cache,
+ * several times slower than from memory: there streamed slots beat both
+ * cached ones and direct reads (coll_direct.c), and near they lose to
+ * cached ones. A host may move a virtual machine's CPUs between the two
+ * placements as it runs, so the ranks look again now and then.
  *
  * Two ranks on one CPU keep cached stores: each hand-off stays in that
- * CPU's cache (2 ranks bound to one CPU: 16 MiB 3.4-4.7 ms by the slots
- * against 7.4-9.2 by direct reads), though every fast-box allreduce then
- * waits for a context switch (1.6-1.7 us).
+ * CPU's cache, though every fast-box allreduce then waits for a context
+ * switch.
  *
  * So the ranks look, together, at the first such call and again once
  * LOOM_NEAR_EVERY calls or LOOM_NEAR_BYTES of results have gone by (the
@@ -29,16 +23,16 @@
  * LOOM_NEAR_ROUNDS, each rank keeping its fastest batch's mean and the
  * CPU it runs on, shared by a fast-box allgather, so that every rank
  * takes the same decision. When no two ranks share a CPU and the slowest
- * rank's mean is above LOOM_NEAR_NS, the slots are streamed until the
- * next look. A mean above LOOM_NEAR_UNSURE_NS on CPUs of their own says
- * that a rank was kept off its CPU meanwhile (5 in 54 first looks of the
- * bench on the test VM: 7.6-11 us), not where the cores are: the ranks
- * keep their way and look again at the next call, up to
- * LOOM_NEAR_UNSURE_TRIES times in a row. Either way block r of an
- * allreduce is reduced by rank r in the order r, r+1, ..., r-1: the
- * results do not depend on the choice (t2008 checks). LOOM_STAGED=1 keeps
- * cached stores and =stream streaming ones, with no measuring; =0 takes
- * direct reads. */
+ * rank's mean is above LOOM_NEAR_NS (between the slowest near hand-off
+ * and the fastest far one measured: docs/algorithms.md), the slots are
+ * streamed until the next look. A mean above LOOM_NEAR_UNSURE_NS on CPUs
+ * of their own says that a rank was kept off its CPU meanwhile, not
+ * where the cores are: the ranks keep their way and look again at the
+ * next call, up to LOOM_NEAR_UNSURE_TRIES times in a row. Either way
+ * block r of an allreduce is reduced by rank r in the order r, r+1, ...,
+ * r-1: the results do not depend on the choice (t2008 checks).
+ * LOOM_STAGED=1 keeps cached stores and =stream streaming ones, with no
+ * measuring; =0 takes direct reads. */
 #include "coll/coll.h"
 
 #include <sched.h>
@@ -83,10 +77,10 @@ int loom_near_due(uint64_t calls, uint64_t bytes)
 	return calls == 0 || calls >= LOOM_NEAR_EVERY || bytes >= LOOM_NEAR_BYTES;
 }
 
-static int mode(struct loom_comm *c)
+static int mode(struct loom_comm *c, struct loom_coll_state *st)
 {
 	static _Atomic int warned;  /* once a process, not once a communicator */
-	if (!c->staged_mode) {
+	if (!st->staged_mode) {
 		const char *v = getenv("LOOM_STAGED");
 		int m = loom_staged_mode_parse(v);
 		if (m < 0) {
@@ -94,14 +88,14 @@ static int mode(struct loom_comm *c)
 				LOOM_WARN("LOOM_STAGED=%s: not auto, 1, stream or 0; taking auto", v);
 			m = LOOM_STAGED_AUTO;
 		}
-		c->staged_mode = m;
-		c->near_far = m == LOOM_STAGED_STREAM;
+		st->staged_mode = m;
+		st->near_far = m == LOOM_STAGED_STREAM;
 		if (m != LOOM_STAGED_AUTO)
 			LOOM_INFO("comm %s: LOOM_STAGED=%s: large collectives in the node by %s", c->name,
 				  v, m == LOOM_STAGED_NEVER ? "direct reads"
 				     : m == LOOM_STAGED_STREAM ? "streamed slots" : "the ring slots");
 	}
-	return c->staged_mode;
+	return st->staged_mode;
 }
 
 struct look {
@@ -137,7 +131,7 @@ static int measure(struct loom_comm *c, struct loom_opctx *o, struct look *all)
 }
 
 /* what every rank concludes alike from the same looks */
-static int look_again(struct loom_comm *c, struct loom_opctx *o)
+static int look_again(struct loom_comm *c, struct loom_coll_state *st, struct loom_opctx *o)
 {
 	struct look *all = calloc((size_t)c->size, sizeof *all);
 	int32_t *cpu = calloc((size_t)c->size, sizeof *cpu);
@@ -150,22 +144,22 @@ static int look_again(struct loom_comm *c, struct loom_opctx *o)
 				worst = (uint64_t)all[i].ns;
 		}
 		shared = loom_cpus_shared(cpu, c->size);
-		if (loom_look_unsure(worst, shared, c->near_unsure)) {
+		if (loom_look_unsure(worst, shared, st->near_unsure)) {
 			/* a rank was kept off its CPU: keep the way, look at the next call */
 			LOOM_INFO("comm %s: a fast-box allreduce takes %llu ns, a rank kept off its CPU: looking again at the next call",
 				  c->name, (unsigned long long)worst);
-			c->near_unsure++;
+			st->near_unsure++;
 			goto out;
 		}
-		c->near_unsure = 0;
+		st->near_unsure = 0;
 		far = !loom_cached_slots(worst, shared);
-		if (far != c->near_far || !c->near_looked)
+		if (far != st->near_far || !st->near_looked)
 			LOOM_INFO("comm %s: a fast-box allreduce takes %llu ns (limit %u)%s: large collectives in the node by %s",
 				  c->name, (unsigned long long)worst, LOOM_NEAR_NS,
 				  shared ? ", ranks share a CPU" : "",
 				  far ? "streamed slots" : "the ring slots");
-		c->near_far = far;
-		c->near_looked = 1;
+		st->near_far = far;
+		st->near_looked = 1;
 	}
 out:
 	free(all);
@@ -175,18 +169,24 @@ out:
 
 int loom_staged_wanted(struct loom_comm *c, size_t bytes, struct loom_opctx *o, int *rc)
 {
-	int m = mode(c);
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	int m;
+	if (!st) {
+		*rc = LOOM_ERR_NOMEM;
+		return 0;
+	}
+	m = mode(c, st);
 	*rc = LOOM_SUCCESS;
 	if (m == LOOM_STAGED_NEVER)
 		return 0;
 	if (m == LOOM_STAGED_AUTO) {
-		if (c->near_unsure || loom_near_due(c->near_calls, c->near_bytes)) {
-			c->near_calls = c->near_bytes = 0;
-			if ((*rc = look_again(c, o)))
+		if (st->near_unsure || loom_near_due(st->near_calls, st->near_bytes)) {
+			st->near_calls = st->near_bytes = 0;
+			if ((*rc = look_again(c, st, o)))
 				return 0;
 		}
-		c->near_calls++;
-		c->near_bytes += bytes;
+		st->near_calls++;
+		st->near_bytes += bytes;
 	}
 	return 1;
 }

@@ -1,10 +1,12 @@
 /* runtime/coll/plan.c: which algorithm a collective uses, from the transport
  * setting, the communicator's shape and the message size. Pure functions,
- * unit-tested (runtime/test/plan.c). The one place that explains why.
+ * unit-tested (runtime/coll/test/plan.c). The one place that explains
+ * why; docs/algorithms.md has the measured figures behind each limit.
  *
  * Cost of one operation on N ranks of b bytes, with a = the cost of one
- * message hop (a fast-box cache line ~0.1-0.2 us, a shm ring slot ~1 us,
- * TCP tens of us: system calls and wake-ups) and g = the cost of a byte:
+ * message hop (a fast-box cache line: a tenth of a microsecond or so, a
+ * shm ring slot: about one, TCP: tens, system calls and wake-ups) and
+ * g = the cost of a byte:
  *
  *   fast boxes (coll_fbox.c)   a + N*b*g      one round; each rank reads all
  *   recursive doubling         log2(N)*(a + b*g)
@@ -27,10 +29,9 @@
  *    to a ring slot (64 KiB) at most: each peer copies its input into a
  *    slot to the root and returns, the root reduces from the slots
  *    (coll_staged.c): a + b*g with a = no meeting, no system call, no
- *    barrier, against direct reads' three meetings and system calls (2
- *    ranks, 8 KiB: 0.88-1.02 against 2.1-5.3 us; 32 KiB 2.2-3.1 against
- *    3.2). Beyond, the root's serial reduction of every peer's input
- *    costs more than the direct reads' parallel one.
+ *    barrier, against direct reads' three meetings and system calls.
+ *    Beyond, the root's serial reduction of every peer's input costs
+ *    more than the direct reads' parallel one.
  *  - one node, allreduce from LOOM_STAGED_REDUCE_BYTES (256 KiB) per
  *    rank, allgather and alltoall from LOOM_STAGED_COPY_BYTES (4 MiB) of
  *    result: through the shared ring slots chunk by chunk (coll_staged.c),
@@ -38,51 +39,34 @@
  *    user code the hardware prefetches, with no page pinning in the
  *    kernel, and a streaming store saves the read of each line it
  *    overwrites, which the kernel's copies into a peer's buffer cannot.
- *    2 ranks, interleaved, 3-4 runs each (2026-12-05): allreduce 256 KiB
- *    22-23 against 26-36 us by direct reads in one session, level in
- *    another (26-31 us both), 512 KiB 39-42 against 52-64, 1 MiB 74-76
- *    against 106-188, 4 MiB 0.30 against 0.48 ms, 16 MiB 1.6-2.0 against
- *    3.1-3.9 ms; 128 KiB level (15-17 us both), 64 KiB level or direct
- *    reads ahead (11-12 against 9-13 us). Allgather 8 MiB 0.39-0.48
- *    against 0.53-1.25 ms, 16 MiB 0.79-1.23 against 1.77-2.38; alltoall
- *    8 MiB 0.46-0.71 against 0.54-1.10, 16 MiB 1.06-1.41 against
- *    2.13-2.47; at 4 MiB both level. Cached stores instead of streaming
- *    ones were slower from 4 MiB (16 MiB allreduce 2.4-2.7 against
- *    1.8-1.9 ms) and level below. When the staged path came in (4ef446f,
- *    64bc770) direct reads measured ahead up to 32 MiB (16 MiB allreduce
- *    2.6-3.3 against 3.2-4.2 ms), so it began at 32 and 64 MiB; the same
- *    comparison now goes the other way at every size from 512 KiB, on
- *    the same host (whose placement of its two CPUs, found later, would
- *    explain both: near.c). Those sizes go by direct reads after all where the
- *    ranks measure their cores' hand-offs slow (near.c: the slots lose
- *    to them by 2-5x there), which this pure plan does not see.
- *    A reduce from the same size runs that allreduce, the root keeping
- *    the result and the others writing theirs to a buffer kept per
- *    communicator, as across nodes: every rank reduces a block where
- *    direct reads make the root read and reduce every peer's input
- *    (2 ranks, 16 MiB: 1.4-2.0 against 3.0-3.6 ms, interleaved).
+ *    Below those sizes the two ways are level or direct reads lead (their
+ *    fixed cost is paid back once the bytes dominate). Those sizes go by
+ *    direct reads after all where the ranks measure their cores'
+ *    hand-offs slow (near.c: the cached slots lose to them there), which
+ *    this pure plan does not see. A reduce from the same size runs that
+ *    allreduce, the root keeping the result and the others writing
+ *    theirs to a buffer kept per communicator, as across nodes: every
+ *    rank reduces a block where direct reads make the root read and
+ *    reduce every peer's input.
  *  - inside the node part of a hierarchical broadcast, from 4 KiB up to
  *    256 KiB: the rings' binomial tree, not direct reads. A ring send is
  *    eager, direct reads end in a barrier of the node's ranks, and these
  *    ranks also wait for TCP: a barrier a call is a wake-up of each.
  *  - across nodes with LOOM_TRANSPORT=auto and more than one rank on some
- *    node: hierarchical, because intra-node bytes are ~10x cheaper
- *    than TCP ones. Allreduce above LOOM_SMALL_BYTES, when every node
- *    holds as many ranks (L): "lanes": reduce-scatter in the node, each
- *    lane (one rank per node) allreduces its 1/L block across nodes,
+ *    node: hierarchical, because intra-node bytes are about ten times
+ *    cheaper than TCP ones. Allreduce above LOOM_SMALL_BYTES, when every
+ *    node holds as many ranks (L): "lanes": reduce-scatter in the node,
+ *    each lane (one rank per node) allreduces its 1/L block across nodes,
  *    allgather in the node: each rank sends 2*(b/L)*(M-1)/M over TCP, no
  *    rank idles while a leader works. Up to LOOM_SMALL_BYTES the
  *    leaders alone: reduce in the node (fast boxes), the node leaders
  *    allreduce by recursive doubling over TCP, broadcast in the node.
  *    The same log2(M) TCP hops as every lane allreducing the node's
  *    result, plus one fast-box broadcast (a fraction of a microsecond),
- *    and L times fewer TCP messages, system calls and wake-ups a node:
- *    4 ranks on 2 nodes of a 2-core host, 8 B: 35-57 us a call against
- *    45-82 with every lane; 4 KiB 21-58 against 71-107; 8 ranks 8 B
- *    64-126 against 115-142 us. Reduce, where that large allreduce applies: the same
- *    allreduce, the root keeping the result (4 ranks on 2 nodes, 16 MiB:
- *    18 against 27-29 ms for the leaders' reduce, whose one leader per
- *    node carries every byte over TCP while the other ranks wait; an
+ *    and L times fewer TCP messages, system calls and wake-ups a node.
+ *    Reduce, where that large allreduce applies: the same allreduce, the
+ *    root keeping the result, since the leaders' reduce has one leader
+ *    per node carry every byte over TCP while the other ranks wait (an
  *    allgather in place of a gather costs the lanes nothing more, as
  *    each lane ring moves the same bytes). Nodes of different sizes,
  *    smaller reduces, and broadcast: reduce (or broadcast) in the node,

@@ -15,10 +15,11 @@
 
 /* A TCP transfer goes as messages of up to SEG bytes, all posted at
  * once; each is announced and answered (transport_tcp.c's rendezvous)
- * and completes on its own. 4 ranks on 2 nodes of 2 cores, interleaved:
- * 256 KiB segments took 48-63 ms a 64 MiB alltoall and 72-84 ms an
- * allreduce, 4 MiB ones 38-47 and 63-69; nothing from 256 KiB up was
- * slower. A receive-reduce still reduces each segment as it lands. */
+ * and completes on its own: the larger SEG, the fewer round trips,
+ * engine wake-ups and completions a transfer costs, while a segment
+ * still lands in the receive as it comes (docs/algorithms.md has the
+ * sizes measured). A receive-reduce still reduces each segment as it
+ * lands. */
 #define SEG (4u << 20)
 /* TCP bytes left, all in receives, that the waiting thread reads from
  * the socket itself (pull_small) */
@@ -63,18 +64,19 @@ void loom_x_begin_o(struct loom_xctx *x, struct loom_comm *c, const struct loom_
 #define SCRATCH_MAX (64u << 20)
 static char *landing(struct loom_comm *c, struct loom_xreq *q, size_t len)
 {
-	if (!c->scratch_busy && len <= SCRATCH_MAX) {
-		if (c->scratch_len < len) {
-			char *n = realloc(c->scratch, len);
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	if (st && !st->scratch_busy && len <= SCRATCH_MAX) {
+		if (st->scratch_len < len) {
+			char *n = realloc(st->scratch, len);
 			if (n) {
-				c->scratch = n;
-				c->scratch_len = len;
+				st->scratch = n;
+				st->scratch_len = len;
 			}
 		}
-		if (c->scratch_len >= len) {
-			c->scratch_busy = 1;
+		if (st->scratch_len >= len) {
+			st->scratch_busy = 1;
 			q->tmp_lent = 1;
-			return c->scratch;
+			return st->scratch;
 		}
 	}
 	return malloc(len);
@@ -82,8 +84,8 @@ static char *landing(struct loom_comm *c, struct loom_xreq *q, size_t len)
 
 static void land_free(struct loom_comm *c, struct loom_xreq *q)
 {
-	if (q->tmp_lent)
-		c->scratch_busy = 0;
+	if (q->tmp_lent)  /* lent by landing: c->coll is there */
+		c->coll->scratch_busy = 0;
 	else
 		free(q->tmp);
 	q->tmp = NULL;
@@ -354,8 +356,7 @@ static void pull_small(struct loom_xctx *x)
  * shared-memory transfer): the engine thread moves those bytes and rings
  * the bell as each segment lands, so after the short spin this thread
  * sleeps rather than yields. A yielding waiter takes the core from the
- * engine threads whenever ranks outnumber cores (4 ranks on 2 cores,
- * 64 MiB: a tenth of the time went to sched_yield). */
+ * engine threads whenever ranks outnumber cores. */
 static int tcp_bulk(const struct loom_xctx *x)
 {
 	int shm, peer;
@@ -365,20 +366,20 @@ static int tcp_bulk(const struct loom_xctx *x)
 /* How long a waiter yields before it sleeps. sched_yield() gives the
  * core to a task queued on it only now and then (CFS), so where ranks
  * outnumber cores a waiter can hold the core from the very rank it waits
- * for until it sleeps: then every wait lasts the whole window. 4 ranks
- * on 2 nodes of one 2-core host, 2000 8-byte broadcasts: 3 runs in 75
- * took 84-228 us a call instead of 3-27 (with a 50 us window, 6 took
- * 59-109). So after LOOM_SLEEPY_RUN waits in a row that each ended asleep, a
- * communicator's waiters sleep right after the spin, until one wait
- * ends while still spinning or yielding. */
+ * for until it sleeps: then every wait lasts the whole window, whatever
+ * its length (docs/algorithms.md). So after LOOM_SLEEPY_RUN waits in a
+ * row that each ended asleep, a communicator's waiters sleep right after
+ * the spin, until one wait ends while still spinning or yielding. */
 double loom_x_yield_window(const struct loom_comm *c)
 {
-	return c->sleepy >= LOOM_SLEEPY_RUN ? 0 : LOOM_YIELD_S;
+	return c->coll && c->coll->sleepy >= LOOM_SLEEPY_RUN ? 0 : LOOM_YIELD_S;
 }
 
 void loom_x_wait_ended(struct loom_comm *c, int slept)
 {
-	c->sleepy = slept ? c->sleepy + (c->sleepy < LOOM_SLEEPY_RUN) : 0;
+	struct loom_coll_state *st = loom_coll_state_of(c);
+	if (st)  /* else no record: waits keep the full window */
+		st->sleepy = slept ? st->sleepy + (st->sleepy < LOOM_SLEEPY_RUN) : 0;
 }
 
 int loom_x_wait(struct loom_xctx *x, int handle)
@@ -454,8 +455,8 @@ static int wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 		/* lazy: while spinning, every LOOM_SPACE_POLL-th pass only.
 		 * Once dozing, at every pass: a nap that found ready(arg)
 		 * returns at once, and b.n stands still on that path, so a
-		 * skipped look here napped and came back forever (a 2-rank
-		 * reduce whose root had fallen asleep, in a 2-million-call run) */
+		 * skipped look here napped and came back forever (a reduce
+		 * whose root had fallen asleep hung so) */
 		if ((!lazy || dozing || b.n >= LOOM_YIELD_FROM || b.n % LOOM_SPACE_POLL == 0) &&
 		    ready(arg))
 			break;
@@ -466,8 +467,8 @@ static int wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 		if (b.n == 0)  /* a wait begins: not when the data was there */
 			loom_shm_here(c);
 		/* the peer last ran on this CPU, so it is not running: give it
-		 * the CPU now rather than after LOOM_SPIN_S (two ranks of a node
-		 * on one core: 20-70 us an 8 B alltoall, against 1-2) */
+		 * the CPU now rather than after LOOM_SPIN_S, which every wait of
+		 * two ranks of a node on one core would spend for nothing */
 		if ((b.n & 15) == 1 && b.n < LOOM_YIELD_FROM && loom_shm_peer_beside(c, lidx)) {
 			b.n++;
 			sched_yield();

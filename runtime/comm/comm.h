@@ -69,6 +69,7 @@ struct loom_backend {
 /* ---- communicators ---- */
 struct loom_nbq;
 struct loom_flight_slot;
+struct loom_coll_state;
 struct loom_comm {
 	struct loom_world *w;
 	const struct loom_backend *be;
@@ -95,16 +96,10 @@ struct loom_comm {
 	struct loom_bell pbell;   /* bell when there is no shm */
 	struct loom_comm *nodec, *leaderc;
 	struct loom_comm *lanec;
-	char *scratch;            /* kept for the TCP receive-reduces of its operations (xfer.c) */
-	size_t scratch_len;
-	int scratch_busy;  /* the same local rank on every node (when all hold as many) */
-	char *direct_tmp;         /* coll_direct.c: two chunks, kept (a fresh 256 KiB per
-				   * call is an mmap and 64 page faults) */
-	char *stage_tmp;          /* coll_staged.c: a chunk reduced before it is
-				   * streamed out (cores far apart) */
-	char *reduce_out;         /* coll_reduce.c: a non-root's copy of a large reduce
-				   * across nodes, kept up to 64 MiB */
-	size_t reduce_out_len;
+	/* coll/'s own state (coll/coll_state.h), made at its first use, and
+	 * its destructor, which the destroy path calls: comm/ is below coll/ */
+	struct loom_coll_state *coll;
+	void (*coll_free)(struct loom_coll_state *);
 	pthread_mutex_t p2p_lock;
 	struct loom_intmap p2p;   /* peer -> its point-to-point sequence numbers */
 	struct loom_nbq *nbq;
@@ -118,15 +113,6 @@ struct loom_comm {
 	struct loom_metrics *metrics;  /* made at the first public operation */
 	struct loom_flight_slot *flight;  /* flight record slot, made then too */
 	int flight_tried;
-	int sleepy;  /* waits in a row that ended asleep (coll/xfer.c: loom_x_yield_window) */
-	/* coll/near.c: LOOM_STAGED (0: not read yet), the calls that took
-	 * the slots and their bytes since the last look, whether the ranks
-	 * looked yet, looks set aside in a row, and whether the slots are
-	 * streamed (cores far apart) */
-	int staged_mode;
-	uint64_t near_calls, near_bytes;
-	int near_looked, near_unsure;
-	int near_far;
 };
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,

@@ -152,10 +152,8 @@ void loom_comm_destroy(struct loom_comm *c)
 	loom_intmap_each(&c->p2p, free_val, NULL);
 	loom_intmap_clear(&c->p2p);
 	free((void *)atomic_load(&c->status_rep));
-	free(c->scratch);
-	free(c->direct_tmp);
-	free(c->stage_tmp);
-	free(c->reduce_out);
+	if (c->coll)
+		c->coll_free(c->coll);
 	free(c);
 }
 

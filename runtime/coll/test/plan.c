@@ -1,14 +1,12 @@
-/* unit test: which algorithm each collective uses (runtime/test/plan.c), and
- * the block partition the ring algorithms rely on. */
+/* unit test: which algorithm each collective uses (coll/plan.c), and the
+ * block partition the ring algorithms rely on. */
 #include "config.h"
 #include "coll/coll.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
-int main(void)
+/* which algorithm, by shape and size (plan.c) */
+static void plans(void)
 {
-	size_t cnt;
-	int n;
-	plan(NO_PLAN);
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 1, 1, 1, 1 << 20, 1 << 18), LOOM_ALG_TRIVIAL, "size 1: nothing to do");
 	/* hierarchical: auto, several nodes, some node with more than one rank */
 	is_int(loom_plan_allreduce(LOOM_TR_AUTO, 4, 2, 2, 8, 2), LOOM_ALG_HIER, "auto, 2 nodes x 2, small: node reduce, the leaders, node broadcast");
@@ -71,7 +69,14 @@ int main(void)
 	is_int(loom_plan_bcast_node_part(LOOM_TR_AUTO, 2, 64), LOOM_ALG_FBOX, "the node's part, 64 B: fast boxes");
 	is_int(loom_plan_bcast_node_part(LOOM_TR_AUTO, 2, 1 << 20), LOOM_ALG_DIRECT, "the node's part, 1 MiB: direct reads");
 	is_int(loom_plan_bcast(LOOM_TR_AUTO, 4, 2, 2, 1 << 20), LOOM_ALG_HIER, "broadcast across nodes: hierarchical");
-	/* blocks */
+}
+
+/* the blocks the ring algorithms split a buffer into */
+static void blocks(void)
+{
+	size_t cnt;
+	int n;
+
 	for (n = 1; n <= 7; n++)
 		for (cnt = 0; cnt <= 20; cnt++) {
 			size_t sum = 0;
@@ -89,7 +94,11 @@ int main(void)
 		}
 	ok(n != 99 + 1, "blocks tile every count 0..20 over 1..7 ranks, sizes differ by at most one");
 	is_int(loom_mod(-1, 4), 3, "mod of a negative");
-	/* near.c: LOOM_STAGED, and where the measured hand-off stops being near */
+}
+
+/* near.c: LOOM_STAGED, and where the measured hand-off stops being near */
+static void near(void)
+{
 	is_int(loom_staged_mode_parse(NULL), LOOM_STAGED_AUTO, "LOOM_STAGED unset: measure");
 	is_int(loom_staged_mode_parse(""), LOOM_STAGED_AUTO, "LOOM_STAGED empty: measure");
 	is_int(loom_staged_mode_parse("auto"), LOOM_STAGED_AUTO, "LOOM_STAGED=auto: measure");
@@ -121,6 +130,14 @@ int main(void)
 		ok(!loom_cpus_shared(unknown, 2), "unknown CPUs are not taken as shared");
 		ok(!loom_cpus_shared(two, 1), "one rank shares nothing");
 	}
+}
+
+int main(void)
+{
+	plan(NO_PLAN);
+	plans();
+	blocks();
+	near();
 	done_testing();
 	return exit_status();
 }
