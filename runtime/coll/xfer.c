@@ -196,7 +196,8 @@ static int progress(struct loom_xctx *x)
 			}
 			if (blocked)
 				continue;
-			rc = loom_shm_progress(c, q, loom_x_shm_tag(x->tag));
+			rc = loom_shm_progress(c->shm, loom_comm_local_idx(c, q->peer), q,
+					       loom_x_shm_tag(x->tag));
 			if (rc < 0) {
 				x->status = rc;
 				q->status = rc;
@@ -232,7 +233,7 @@ static int peer_dead(struct loom_comm *c, int peer)
 	if (loom_tcp_peer_gone(c->w, loom_comm_wrank(c, peer)))
 		return 1;
 	lidx = loom_comm_local_idx(c, peer);
-	return lidx >= 0 && loom_shm_peer_gone(c, lidx);
+	return lidx >= 0 && loom_shm_peer_gone(c->shm, lidx);
 }
 
 static void poison(struct loom_comm *c, int status)
@@ -464,16 +465,16 @@ static int wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 			break;
 		}
 		if (b.n == 0)  /* a wait begins: not when the data was there */
-			loom_shm_here(c);
+			loom_shm_here(c->shm);
 		/* the peer last ran on this CPU, so it is not running: give it
 		 * the CPU now rather than after LOOM_SPIN_S (two ranks of a node
 		 * on one core: 20-70 us an 8 B alltoall, against 1-2) */
-		if ((b.n & 15) == 1 && b.n < LOOM_YIELD_FROM && loom_shm_peer_beside(c, lidx)) {
+		if ((b.n & 15) == 1 && b.n < LOOM_YIELD_FROM && loom_shm_peer_beside(c->shm, lidx)) {
 			b.n++;
 			sched_yield();
 			continue;
 		}
-		if (b.n > 64 && loom_shm_peer_asleep(c, lidx))
+		if (b.n > 64 && loom_shm_peer_asleep(c->shm, lidx))
 			;  /* the peer sleeps: nothing comes before it is woken */
 		else if (loom_backoff_step(&b))
 			slept = 1;
@@ -488,15 +489,15 @@ static int wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 		}
 		nap = nap_of(x, now, next_check);
 		if (!dozing) {
-			loom_shm_doze(c, 1);
+			loom_shm_doze(c->shm, 1);
 			dozing = 1;
 			if (nap > LOOM_SHM_FIRST_NAP)
 				nap = LOOM_SHM_FIRST_NAP;
 		}
-		loom_shm_nap(c, nap, ready, arg);
+		loom_shm_nap(c->shm, nap, ready, arg);
 	}
 	if (dozing)
-		loom_shm_doze(c, 0);
+		loom_shm_doze(c->shm, 0);
 	if (!rc)
 		loom_x_wait_ended(c, slept);
 	return rc;

@@ -176,34 +176,51 @@ struct loom_xreq {
 	int tmp_lent;             /* tmp is the communicator's scratch (xfer.c) */
 };
 /* ---- transport_shm.c ---- */
+/* What the rings need of the communicator they serve, filled in by the
+ * layer that owns it (comm/) and copied at attach: the segments' names
+ * come from ctx, node and key; members is read only for log lines and
+ * must outlive the attachment. */
+struct loom_shm_group {
+	int local_rank, local_size;    /* this rank among its node's members, and their number */
+	int node;                      /* this rank's node (world node index) */
+	uint64_t ctx;                  /* the communicator's context */
+	uint8_t key[16];               /* random bits from rank 0, the same on every rank */
+	double timeout;                /* how long the local ranks may be apart at attach */
+	char name[64];                 /* the communicator's name, for log lines */
+	const struct loom_rankmap *members;  /* local index -> communicator rank */
+};
+struct loom_rankmap;
 struct loom_shm;
-int loom_shm_attach(struct loom_comm *c);   /* when c has >1 local member and shm allowed */
-void loom_shm_detach(struct loom_comm *c);
+/* when the group has >1 local member and shm is allowed: *out set on success */
+int loom_shm_attach(const struct loom_shm_group *g, struct loom_shm **out);
+void loom_shm_detach(struct loom_shm *s);  /* NULL: nothing */
 /* the checked create (local leader, O_EXCL) and open (the others, never
  * creating; owner, mode 0600 and size checked): an fd, or -1 logged */
 int loom_shm_segment_create(const char *name, size_t size);
 int loom_shm_segment_open(const char *name, size_t size, double deadline);
-/* Move bytes on the ring to/from local member peer_l; return bytes moved
- * this call (0: nothing possible now), or a negative status. */
-int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag);
-struct loom_bell *loom_shm_bell(struct loom_comm *c);
-int loom_shm_peer_gone(struct loom_comm *c, int local_idx);  /* its process no longer exists */
-int loom_shm_peer_asleep(struct loom_comm *c, int local_idx);
+/* Move x's bytes on the ring to/from local member local_idx (x->peer's
+ * index among the node's members); return bytes moved this call (0:
+ * nothing possible now), or a negative status. */
+int loom_shm_progress(struct loom_shm *s, int local_idx, struct loom_xreq *x, uint32_t tag);
+struct loom_bell *loom_shm_bell(struct loom_shm *s);
+/* its process no longer exists; it sleeps on its bell (s NULL: 0, both) */
+int loom_shm_peer_gone(struct loom_shm *s, int local_idx);
+int loom_shm_peer_asleep(struct loom_shm *s, int local_idx);
 /* here: note the CPU this rank runs on (as it posts a fast box or begins
  * a wait); beside: the local peer last noted the caller's CPU, so it is
  * not running now (unless moved since): spinning for it only keeps it
  * off this CPU */
-void loom_shm_here(struct loom_comm *c);
-int loom_shm_peer_beside(struct loom_comm *c, int local_idx);
+void loom_shm_here(struct loom_shm *s);
+int loom_shm_peer_beside(struct loom_shm *s, int local_idx);
 /* A wait on the fast boxes that has spun long enough dozes: announce it
- * (loom_shm_doze(c, 1)), nap as often as needed, and end it
- * (loom_shm_doze(c, 0)). A nap sleeps on this rank's bell up to nap s
+ * (loom_shm_doze(s, 1)), nap as often as needed, and end it
+ * (loom_shm_doze(s, 0)). A nap sleeps on this rank's bell up to nap s
  * unless ready(arg) holds. Posters store without a fence and ring when
  * they see a dozer, so one that posts just as the doze is announced may
  * miss it: the first nap of a doze is LOOM_SHM_FIRST_NAP at most. */
 #define LOOM_SHM_FIRST_NAP 50e-6
-void loom_shm_doze(struct loom_comm *c, int on);
-void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg);
+void loom_shm_doze(struct loom_shm *s, int on);
+void loom_shm_nap(struct loom_shm *s, double nap, int (*ready)(void *), void *arg);
 /* Fast boxes (small operations of a communicator inside one node): per
  * rank, a few used in turn, LOOM_FBOX_BYTES each, and a ring of entries
  * for posts of up to 8 bytes, several to a cache line (len says which).
@@ -214,24 +231,24 @@ void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *a
  * done: this rank read what it needed of seq (saw_all: it saw every peer
  * post seq). */
 #define LOOM_FBOX_BYTES 4096
-uint64_t loom_shm_fbox_next(struct loom_comm *c);  /* number this rank's next fast-box use */
+uint64_t loom_shm_fbox_next(struct loom_shm *s);  /* number this rank's next fast-box use */
 /* direct reads of a local peer's memory (process_vm_readv): whether they
  * work here (0 not known yet, 1, -1; kept per communicator), and one read */
-int *loom_shm_direct(struct loom_comm *c);
+int *loom_shm_direct(struct loom_shm *s);
 int loom_shm_direct_allowed(void);  /* not turned off by LOOM_DIRECT_READS=0 */
-int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len);
+int loom_shm_peer_read(struct loom_shm *s, int local_idx, void *dst, uint64_t src, size_t len);
 /* the same into a local peer's memory (process_vm_writev) */
-int loom_shm_peer_write(struct loom_comm *c, int local_idx, uint64_t dst, const void *src,
+int loom_shm_peer_write(struct loom_shm *s, int local_idx, uint64_t dst, const void *src,
 			size_t len);
 /* local_idx -1: every peer; more: a waiter's test, true only once a
  * quarter of the ring is free too */
-int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, size_t len, int local_idx,
+int loom_shm_fbox_writable(struct loom_shm *s, uint64_t seq, size_t len, int local_idx,
 			   int more);
-void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq, size_t len);
-void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t len);
-const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
+void *loom_shm_fbox_mine(struct loom_shm *s, uint64_t seq, size_t len);
+void loom_shm_fbox_post(struct loom_shm *s, uint64_t seq, uint32_t kind, size_t len);
+const void *loom_shm_fbox_peek(struct loom_shm *s, int local_idx, uint64_t seq, uint32_t kind,
 			       size_t len, int *mismatch);
-void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all);
+void loom_shm_fbox_done(struct loom_shm *s, uint64_t seq, int saw_all);
 /* The rings slot by slot, with no copy in or out (coll_staged.c): to
  * returns the slot that the next message to local peer local_idx goes
  * in (NULL: the ring is full; NULL and *rc set: it could not be made),
@@ -241,10 +258,10 @@ void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all);
  * message is the size of its ring slot; messages of one direction keep
  * their order, whether sent so or through loom_shm_progress. */
 #define LOOM_SHM_SLOT_BYTES (64u * 1024)
-void *loom_shm_slot_to(struct loom_comm *c, int local_idx, int *rc);
-void loom_shm_slot_post(struct loom_comm *c, int local_idx, uint32_t tag, size_t len);
-const void *loom_shm_slot_from(struct loom_comm *c, int local_idx, uint32_t tag, size_t len,
+void *loom_shm_slot_to(struct loom_shm *s, int local_idx, int *rc);
+void loom_shm_slot_post(struct loom_shm *s, int local_idx, uint32_t tag, size_t len);
+const void *loom_shm_slot_from(struct loom_shm *s, int local_idx, uint32_t tag, size_t len,
 			       int *rc);
-void loom_shm_slot_release(struct loom_comm *c, int local_idx);
+void loom_shm_slot_release(struct loom_shm *s, int local_idx);
 
 #endif
