@@ -154,7 +154,7 @@ static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, l
 			t->buf = base + off;
 			t->len = len - off < SEG ? len - off : SEG;
 			t->bell = loom_comm_bell(c);
-			loom_tcp_post(c->w, t);
+			loom_tcp_post(c->w->eng, t);
 		}
 	}
 	x->x[x->n] = q;
@@ -230,7 +230,7 @@ static int peer_dead(struct loom_comm *c, int peer)
 	int lidx;
 	if (peer == c->rank)
 		return 0;
-	if (loom_tcp_peer_gone(c->w, loom_comm_wrank(c, peer)))
+	if (loom_tcp_peer_gone(c->w->eng, loom_comm_wrank(c, peer)))
 		return 1;
 	lidx = loom_comm_local_idx(c, peer);
 	return lidx >= 0 && loom_shm_peer_gone(c->shm, lidx);
@@ -348,7 +348,7 @@ static void pull_small(struct loom_xctx *x)
 {
 	int shm, peer;
 	if (tcp_left(x, &shm, &peer) <= PULL_BYTES && peer >= 0)
-		loom_tcp_pull(x->c->w, loom_comm_wrank(x->c, peer));
+		loom_tcp_pull(x->c->w->eng, loom_comm_wrank(x->c, peer));
 }
 
 /* 1 when what is left to wait for is TCP bulk only (64 KiB or more, no
@@ -521,7 +521,7 @@ void loom_x_abandon(struct loom_xctx *x)
 		if (!q->shm && q->segs)
 			for (k = 0; k < q->nseg; k++)
 				if (!atomic_load(&q->segs[k].done))
-					loom_tcp_cancel(x->c->w, &q->segs[k]);
+					loom_tcp_cancel(x->c->w->eng, &q->segs[k]);
 		free(q->segs);
 		land_free(x->c, q);
 		if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
@@ -580,8 +580,8 @@ static int ask_late(struct loom_comm *q, uint64_t seq, int *late, int *nl, int *
 	for (i = 0; i < q->size; i++)
 		atomic_store(&rep[i], -2);
 	for (i = 0; i < q->size; i++)
-		if (i != q->rank && !loom_tcp_peer_gone(q->w, loom_comm_wrank(q, i))) {
-			loom_tcp_control(q->w, loom_comm_wrank(q, i), CTL_STATUS_REQ, q->ctx, (int64_t)seq);
+		if (i != q->rank && !loom_tcp_peer_gone(q->w->eng, loom_comm_wrank(q, i))) {
+			loom_tcp_control(q->w->eng, loom_comm_wrank(q, i), CTL_STATUS_REQ, q->ctx, (int64_t)seq);
 			nq++;
 		}
 	while (nq && loom_now() < until) {

@@ -1,7 +1,9 @@
 /* runtime/transport/transport.h: bytes between processes: the world-wide
  * TCP engine (its own thread) and the per-communicator shared-memory
- * rings. Reads the world and communicator tables (comm/comm.h) as data;
- * reports upward only through the hooks it is given. */
+ * rings. Each has a handle of its own (struct loom_engine, struct
+ * loom_shm), made from what the layers above fill in for it (struct
+ * loom_engine_cfg, struct loom_shm_group); it reports upward only
+ * through the hooks it is given. */
 #ifndef LOOM_TRANSPORT_TRANSPORT_H
 #define LOOM_TRANSPORT_TRANSPORT_H
 
@@ -9,9 +11,6 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-
-struct loom_world;
-struct loom_comm;
 
 /* ---- transport_handshake.c: the authenticated hello of every connection ---- */
 #define LOOM_HS_CH 16
@@ -121,43 +120,56 @@ struct loom_treq {
 	unsigned char hdr[48];  /* send: wire header */
 };
 struct loom_engine;
-struct loom_world;
+/* What the engine needs of the world, filled in by the layer that makes
+ * the engine (boot/) and copied at create */
+struct loom_engine_cfg {
+	int rank, size;         /* this process's world rank, the world's size */
+	uint64_t nonce;         /* the world's, the same on every rank: the hello's payload */
+	double timeout;         /* LOOM_TIMEOUT: destroy waits up to min(timeout, 30 s) for goodbyes */
+	void *arg;              /* handed back to every hook */
+};
 /* What the engine reports upward, to the communicators: a peer's
  * connection lost (every communicator with it fails with status), and a
  * control message for communicator ctx (CTL_STATUS_REQ: returns the
  * operations it has entered, for the engine's reply; CTL_ABORT: 1 when
  * it newly failed the communicator, and the engine passes the abort on;
  * else -1). A CTL_ABORT's aux is LOOM_ABORT_AUX(status, world rank that
- * aborted), so a passed-on abort still names its origin. */
+ * aborted), so a passed-on abort still names its origin. Each hook gets
+ * the cfg's arg. */
 #define LOOM_ABORT_AUX(status, origin) \
 	((int64_t)(((uint64_t)(uint32_t)((origin) + 1) << 32) | (uint32_t)(int32_t)(status)))
 #define LOOM_ABORT_STATUS(aux) ((int)(int32_t)(uint32_t)((uint64_t)(aux) & 0xffffffffu))
 #define LOOM_ABORT_ORIGIN(aux, from) \
 	((int)((uint64_t)(aux) >> 32) ? (int)((uint64_t)(aux) >> 32) - 1 : (from))
 struct loom_engine_hooks {
-	void (*peer_lost)(struct loom_world *w, int peer, int status);
-	int64_t (*control)(struct loom_world *w, int from, int type, uint64_t ctx, int64_t aux);
+	void (*peer_lost)(void *arg, int peer, int status);
+	int64_t (*control)(void *arg, int from, int type, uint64_t ctx, int64_t aux);
 	/* NULL: every address was given at create; else the address of a
 	 * peer given as port 0, asked for at its first dial (LOOM_SUCCESS) */
-	int (*resolve)(struct loom_world *w, int peer, uint32_t *ip, uint16_t *port);
+	int (*resolve)(void *arg, int peer, uint32_t *ip, uint16_t *port);
 };
 /* listen_fd (taken: kept open for the job's life, closed at destroy) and
  * every rank's address, ip and port (malloc'd arrays, taken: freed at
  * destroy, or at once where hooks->resolve looks addresses up or the
  * create fails): connections are made on first use, authenticated with
- * key (copied, wiped at destroy) */
-int loom_engine_create(struct loom_world *w, int listen_fd, uint32_t *ip, uint16_t *port,
-		       const uint8_t *key, const struct loom_engine_hooks *hooks);
-void loom_engine_destroy(struct loom_world *w);
-void loom_tcp_post(struct loom_world *w, struct loom_treq *r);
+ * key (copied, wiped at destroy). *out is set before the engine's thread
+ * starts (its hooks may run at once); a create that fails after setting
+ * it leaves the engine to loom_engine_destroy. */
+int loom_engine_create(struct loom_engine **out, const struct loom_engine_cfg *cfg, int listen_fd,
+		       uint32_t *ip, uint16_t *port, const uint8_t *key,
+		       const struct loom_engine_hooks *hooks);
+void loom_engine_destroy(struct loom_engine *e);  /* NULL: nothing */
+/* The calls below take the engine (NULL: a world without one; post and
+ * cancel need one) and world ranks. */
+void loom_tcp_post(struct loom_engine *e, struct loom_treq *r);
+/* read what peer has sent, on this thread, if the engine is not at it */
+void loom_tcp_pull(struct loom_engine *e, int peer);
 /* Take r back before completion; after it returns the engine no longer
  * touches r or its buffer. */
-/* read what peer has sent, on this thread, if the engine is not at it */
-void loom_tcp_pull(struct loom_world *w, int peer);
-void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r);
+void loom_tcp_cancel(struct loom_engine *e, struct loom_treq *r);
 enum { CTL_ABORT = 2, CTL_STATUS_REQ = 3, CTL_STATUS_REP = 4, CTL_BYE = 5 };
-void loom_tcp_control(struct loom_world *w, int peer, int type, uint64_t ctx, int64_t a);
-int loom_tcp_peer_gone(struct loom_world *w, int peer);
+void loom_tcp_control(struct loom_engine *e, int peer, int type, uint64_t ctx, int64_t a);
+int loom_tcp_peer_gone(struct loom_engine *e, int peer);
 
 /* one transfer of an operation (xfer.c starts them; the shm rings and
  * the engine move their bytes) */

@@ -16,8 +16,9 @@
  * the thread.
  *
  * Wire: 40-byte header {magic, type, ctx, tag, len, aux} then len bytes. */
-#include "comm/comm.h"  /* the world and communicator tables, read as data */
+#include "transport/transport.h"
 #include "flight/flight.h"
+#include "util/intmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -123,7 +124,8 @@ struct loom_engine {
 	int *act, nact, act_cap;  /* the ranks whose peer is made */
 	uint32_t *ip;
 	uint16_t *port;
-	struct loom_world *w;
+	double timeout;       /* LOOM_TIMEOUT: how long destroy waits for goodbyes (30 s at most) */
+	void *arg;            /* the hooks' */
 	const struct loom_engine_hooks *hooks;
 	char scratch[65536];
 };
@@ -265,7 +267,7 @@ static void peer_lost(struct loom_engine *e, int i, const char *why)
 	p->ru = NULL;
 	p->rstate = 0;
 	if (!p->bye)
-		e->hooks->peer_lost(e->w, i, LOOM_ERR_PEER_LOST);
+		e->hooks->peer_lost(e->arg, i, LOOM_ERR_PEER_LOST);
 }
 
 static void pack(struct loom_treq *r, uint32_t type, int64_t aux)
@@ -384,7 +386,7 @@ static void control(struct loom_engine *e, int from, const struct wire *h)
 		fail_list(&p->rts_wait);
 		return;
 	}
-	entered = e->hooks->control(e->w, from, (int)h->type, h->ctx, h->aux);
+	entered = e->hooks->control(e->arg, from, (int)h->type, h->ctx, h->aux);
 	if (h->type == CTL_ABORT && entered == 1) {
 		/* Connections are made on first use, so the aborting rank may
 		 * still be dialing a peer when that peer hears our goodbye and
@@ -721,7 +723,7 @@ static void start_dial(struct loom_engine *e, int i)
 		peer_lost(e, i, "out of memory for a connection");
 		return;
 	}
-	if (!p->port && e->hooks->resolve && e->hooks->resolve(e->w, i, &p->ip, &p->port)) {
+	if (!p->port && e->hooks->resolve && e->hooks->resolve(e->arg, i, &p->ip, &p->port)) {
 		free(p->dial);
 		p->dial = NULL;
 		peer_lost(e, i, "its address cannot be looked up");
@@ -793,9 +795,8 @@ static int mesh_peer(void *arg, const struct loom_hs_peer *hp)
 	return 1;
 }
 
-void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
+void loom_tcp_post(struct loom_engine *e, struct loom_treq *r)
 {
-	struct loom_engine *e = w->eng;
 	struct peer *p;
 	atomic_store(&r->done, 0);
 	r->status = 0;
@@ -871,9 +872,8 @@ void loom_tcp_post(struct loom_world *w, struct loom_treq *r)
  * itself, unless the engine thread is at it (the lock is taken): the
  * bytes reach it without the engine thread's wake-up and the bell's
  * after it, two scheduler round trips on a busy core (docs/algorithms.md). */
-void loom_tcp_pull(struct loom_world *w, int peer)
+void loom_tcp_pull(struct loom_engine *e, int peer)
 {
-	struct loom_engine *e = w->eng;
 	struct peer *p;
 	if (!e || peer < 0 || peer >= e->n || peer == e->self || pthread_mutex_trylock(&e->lock))
 		return;
@@ -883,9 +883,8 @@ void loom_tcp_pull(struct loom_world *w, int peer)
 	pthread_mutex_unlock(&e->lock);
 }
 
-void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r)
+void loom_tcp_cancel(struct loom_engine *e, struct loom_treq *r)
 {
-	struct loom_engine *e = w->eng;
 	struct peer *p;
 	struct loom_treq *q, *prev = NULL;
 	pthread_mutex_lock(&e->lock);
@@ -946,9 +945,8 @@ void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r)
 	pthread_mutex_unlock(&e->lock);
 }
 
-void loom_tcp_control(struct loom_world *w, int peer, int type, uint64_t ctx, int64_t a)
+void loom_tcp_control(struct loom_engine *e, int peer, int type, uint64_t ctx, int64_t a)
 {
-	struct loom_engine *e = w->eng;
 	struct loom_treq *r;
 	if (!e || peer == e->self)
 		return;
@@ -968,9 +966,8 @@ void loom_tcp_control(struct loom_world *w, int peer, int type, uint64_t ctx, in
 	pthread_mutex_unlock(&e->lock);
 }
 
-int loom_tcp_peer_gone(struct loom_world *w, int peer)
+int loom_tcp_peer_gone(struct loom_engine *e, int peer)
 {
-	struct loom_engine *e = w->eng;
 	int g;
 	if (!e || peer == e->self)
 		return 0;
@@ -1117,8 +1114,9 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
-int loom_engine_create(struct loom_world *w, int listen_fd, uint32_t *ip, uint16_t *port,
-		       const uint8_t *key, const struct loom_engine_hooks *hooks)
+int loom_engine_create(struct loom_engine **out, const struct loom_engine_cfg *cfg, int listen_fd,
+		       uint32_t *ip, uint16_t *port, const uint8_t *key,
+		       const struct loom_engine_hooks *hooks)
 {
 	struct loom_engine *e = calloc(1, sizeof *e);
 	if (hooks->resolve) {
@@ -1136,10 +1134,11 @@ int loom_engine_create(struct loom_world *w, int listen_fd, uint32_t *ip, uint16
 	e->ip = ip;
 	e->port = port;
 	pthread_mutex_init(&e->lock, NULL);
-	e->n = w->size;
+	e->n = cfg->size;
 	e->hooks = hooks;
-	e->self = w->rank;
-	e->w = w;
+	e->self = cfg->rank;
+	e->arg = cfg->arg;
+	e->timeout = cfg->timeout;
 	e->listen_fd = listen_fd;
 	e->evfd = -1;
 	{
@@ -1150,16 +1149,16 @@ int loom_engine_create(struct loom_world *w, int listen_fd, uint32_t *ip, uint16
 	if (!(e->connect_tmo > 0))
 		e->connect_tmo = 120;
 	memcpy(e->key, key, sizeof e->key);
-	e->hello.nonce = w->nonce;
-	snprintf(e->hs_what, sizeof e->hs_what, "rank %d's mesh port", w->rank);
+	e->hello.nonce = cfg->nonce;
+	snprintf(e->hs_what, sizeof e->hs_what, "rank %d's mesh port", cfg->rank);
 	e->hs.key = e->key;
 	e->hs.kind = LOOM_HS_MESH;
 	e->hs.plen = sizeof e->hello;
 	e->hs.what = e->hs_what;
 	e->hs.on_peer = mesh_peer;
 	e->hs.arg = e;
-	w->eng = e;
-	if (w->size > 1) {
+	*out = e;
+	if (cfg->size > 1) {
 		int fl = listen_fd >= 0 ? fcntl(listen_fd, F_GETFL) : -1;
 		if (fl >= 0)
 			fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK);
@@ -1189,9 +1188,8 @@ static int all_parted(struct loom_engine *e)
 	return 1;
 }
 
-void loom_engine_destroy(struct loom_world *w)
+void loom_engine_destroy(struct loom_engine *e)
 {
-	struct loom_engine *e = w->eng;
 	int i, k, parted;
 	double until;
 	if (!e)
@@ -1204,7 +1202,7 @@ void loom_engine_destroy(struct loom_world *w)
 		if ((i = e->act[k]) != e->self && PEER(e, i)->state != C_IDLE)
 			say_bye(e, i);
 	pthread_mutex_unlock(&e->lock);
-	until = loom_now() + (w->timeout < 30 ? w->timeout : 30);
+	until = loom_now() + (e->timeout < 30 ? e->timeout : 30);
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		parted = all_parted(e);
@@ -1224,7 +1222,7 @@ void loom_engine_destroy(struct loom_world *w)
 		}
 		pthread_mutex_unlock(&e->lock);
 		LOOM_INFO("finalize: no goodbye from rank(s) %s within %.0f s; closing anyway", who,
-			  w->timeout < 30 ? w->timeout : 30);
+			  e->timeout < 30 ? e->timeout : 30);
 	}
 	pthread_mutex_lock(&e->lock);
 	e->stop = 1;
@@ -1271,5 +1269,4 @@ void loom_engine_destroy(struct loom_world *w)
 	free(e->ip);
 	free(e->port);
 	free(e);
-	w->eng = NULL;
 }
