@@ -121,7 +121,7 @@ struct loom_treq {
 };
 struct loom_engine;
 /* What the engine needs of the world, filled in by the layer that makes
- * the engine (boot/) and copied at create */
+ * the engine (the bootstrap layer) and copied at create */
 struct loom_engine_cfg {
 	int rank, size;         /* this process's world rank, the world's size */
 	uint64_t nonce;         /* the world's, the same on every rank: the hello's payload */

@@ -17,7 +17,7 @@
  * (LOOM_FBOX_BYTES of data after its sequence number, in the same cache
  * line for the first bytes): small collectives of a communicator that
  * lies in one node post their data there and read each other's
- * (coll/coll_fbox.c), one cache-line transfer and no system call per
+ * (coll_fbox.c), one cache-line transfer and no system call per
  * peer. A box is rewritten only once every peer has marked the operation
  * that last used it done (its done word). Posts of up to 8 bytes (and a
  * barrier's none) take 16-byte entries of a ring instead, four to a
