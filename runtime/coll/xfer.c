@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* A TCP transfer goes as messages of up to SEG bytes, all posted at
- * once; each is announced and answered (transport_tcp.c's rendezvous)
+ * once; each is announced and answered (transport_tcp_match.c's rendezvous)
  * and completes on its own. 4 ranks on 2 nodes of 2 cores, interleaved:
  * 256 KiB segments took 48-63 ms a 64 MiB alltoall and 72-84 ms an
  * allreduce, 4 MiB ones 38-47 and 63-69; nothing from 256 KiB up was
