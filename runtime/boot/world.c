@@ -100,19 +100,46 @@ static int number_nodes(struct loom_world *w, char (*nodename)[64])
 	return LOOM_SUCCESS;
 }
 
-/* what the engine reports goes to the communicators (comm_core.c) */
-static const struct loom_engine_hooks engine_hooks = { loom_comms_peer_lost, loom_comms_control,
-							 NULL };
+/* what the engine reports goes to the communicators (comm_core.c); the
+ * hooks' arg is the world */
+static void engine_peer_lost(void *w, int peer, int status)
+{
+	loom_comms_peer_lost(w, peer, status);
+}
+
+static int64_t engine_control(void *w, int from, int type, uint64_t ctx, int64_t aux)
+{
+	return loom_comms_control(w, from, type, ctx, aux);
+}
+
+static const struct loom_engine_hooks engine_hooks = { engine_peer_lost, engine_control, NULL };
 #ifdef HAVE_PMIX
-static int pmix_resolve(struct loom_world *w, int peer, uint32_t *ip, uint16_t *port)
+static int pmix_resolve(void *w, int peer, uint32_t *ip, uint16_t *port)
 {
 	(void)w;
 	return loom_pmix_peer_addr(peer, ip, port);
 }
 
-static const struct loom_engine_hooks engine_hooks_pmix = { loom_comms_peer_lost,
-							    loom_comms_control, pmix_resolve };
+static const struct loom_engine_hooks engine_hooks_pmix = { engine_peer_lost, engine_control,
+							    pmix_resolve };
 #endif
+
+/* what the engine needs of the world (transport.h) */
+static int engine_start(struct loom_world *w, struct loom_boot *b)
+{
+	struct loom_engine_cfg cfg = { w->rank, w->size, w->nonce, w->timeout, w };
+	return loom_engine_create(&w->eng, &cfg, b->listen_fd, b->ip, b->port, b->key,
+#ifdef HAVE_PMIX
+				  b->lazy_addresses ? &engine_hooks_pmix :
+#endif
+				  &engine_hooks);
+}
+
+static void engine_stop(struct loom_world *w)
+{
+	loom_engine_destroy(w->eng);
+	w->eng = NULL;
+}
 
 /* a world with the settings of the environment (LOOM_TRANSPORT,
  * LOOM_TIMEOUT, LOOM_CHECK), not yet placed in a job */
@@ -187,11 +214,7 @@ static int world_place(struct loom_world *w, const struct loom_boot *b)
  * engine's from now on); the rest of b is freed, its key wiped */
 static int world_engine(struct loom_world *w, struct loom_boot *b)
 {
-	int rc = loom_engine_create(w, b->listen_fd, b->ip, b->port, b->key,
-#ifdef HAVE_PMIX
-				    b->lazy_addresses ? &engine_hooks_pmix :
-#endif
-				    &engine_hooks);
+	int rc = engine_start(w, b);
 	b->ip = NULL;
 	b->port = NULL;
 	boot_free(b);
@@ -255,7 +278,7 @@ int loom_native_world(loom_comm_t **world)
 	rc = world_engine(w, &b);
 	t_engine = loom_now();
 	if (rc || (rc = world_comm(w, world))) {
-		loom_engine_destroy(w);
+		engine_stop(w);
 		world_free(w);
 		return rc;
 	}
@@ -299,7 +322,7 @@ int loom_native_finalize(loom_comm_t *world)
 		loom_native_destroy(c);
 	}
 	loom_nbq_stop(world);
-	loom_engine_destroy(w);
+	engine_stop(w);
 	loom_comm_destroy(world);
 #ifdef HAVE_PMIX
 	if (w->pmix)

@@ -69,14 +69,14 @@ static int peer_io_failed(struct loom_comm *c, struct loom_opctx *o, int peer, i
 static int read_peer(struct loom_comm *c, struct loom_opctx *o, int peer, void *dst,
 		     uint64_t src, size_t len)
 {
-	int rc = loom_shm_peer_read(c, loom_comm_local_idx(c, peer), dst, src, len);
+	int rc = loom_shm_peer_read(c->shm, loom_comm_local_idx(c, peer), dst, src, len);
 	return rc ? peer_io_failed(c, o, peer, rc, "reading") : LOOM_SUCCESS;
 }
 
 static int write_peer(struct loom_comm *c, struct loom_opctx *o, int peer, uint64_t dst,
 		      const void *src, size_t len)
 {
-	int rc = loom_shm_peer_write(c, loom_comm_local_idx(c, peer), dst, src, len);
+	int rc = loom_shm_peer_write(c->shm, loom_comm_local_idx(c, peer), dst, src, len);
 	return rc ? peer_io_failed(c, o, peer, rc, "writing into") : LOOM_SUCCESS;
 }
 
@@ -85,7 +85,7 @@ static int write_peer(struct loom_comm *c, struct loom_opctx *o, int peer, uint6
  * an error. */
 static int usable(struct loom_comm *c, struct loom_opctx *o, struct post *all)
 {
-	int *direct = loom_shm_direct(c), ok = loom_shm_direct_allowed(), i, rc;
+	int *direct = loom_shm_direct(c->shm), ok = loom_shm_direct_allowed(), i, rc;
 	char probe = 1, byte;
 	if (*direct)
 		return *direct > 0;
@@ -93,7 +93,7 @@ static int usable(struct loom_comm *c, struct loom_opctx *o, struct post *all)
 		return rc;
 	for (i = 0; ok && i < c->size; i++)
 		if (i != c->rank &&
-		    loom_shm_peer_read(c, loom_comm_local_idx(c, i), &byte, all[i].addr, 1) != LOOM_SUCCESS)
+		    loom_shm_peer_read(c->shm, loom_comm_local_idx(c, i), &byte, all[i].addr, 1) != LOOM_SUCCESS)
 			ok = 0;
 	if ((rc = meet(c, o, NULL, ok, all)))  /* probe stays alive until here */
 		return rc;

@@ -34,7 +34,7 @@ static void fb_begin(struct fb *f, struct loom_comm *c, struct loom_opctx *o, ui
 {
 	loom_x_begin_o(&f->x, c, o, o->seq);
 	f->c = c;
-	f->seq = loom_shm_fbox_next(c);
+	f->seq = loom_shm_fbox_next(c->shm);
 	f->kind = kind;
 	f->len = len;
 	f->mismatch = 0;
@@ -43,13 +43,13 @@ static void fb_begin(struct fb *f, struct loom_comm *c, struct loom_opctx *o, ui
 static int writable(void *a)
 {
 	struct fb *f = a;
-	return loom_shm_fbox_writable(f->c, f->seq, f->len, f->lidx, 1);
+	return loom_shm_fbox_writable(f->c->shm, f->seq, f->len, f->lidx, 1);
 }
 
 static int posted(void *a)
 {
 	struct fb *f = a;
-	f->got = loom_shm_fbox_peek(f->c, f->lidx, f->seq, f->kind, f->len, &f->mismatch);
+	f->got = loom_shm_fbox_peek(f->c->shm, f->lidx, f->seq, f->kind, f->len, &f->mismatch);
 	return f->got != NULL || f->mismatch;
 }
 
@@ -58,7 +58,7 @@ static int fb_post(struct fb *f, const void *data)
 {
 	struct loom_comm *c = f->c;
 	int i, rc;
-	if (!loom_shm_fbox_writable(c, f->seq, f->len, -1, 0))
+	if (!loom_shm_fbox_writable(c->shm, f->seq, f->len, -1, 0))
 		for (i = 0; i < c->size; i++) {
 			if (i == c->rank)
 				continue;
@@ -67,8 +67,8 @@ static int fb_post(struct fb *f, const void *data)
 				return rc;
 		}
 	if (f->len)
-		memcpy(loom_shm_fbox_mine(c, f->seq, f->len), data, f->len);
-	loom_shm_fbox_post(c, f->seq, f->kind, f->len);
+		memcpy(loom_shm_fbox_mine(c->shm, f->seq, f->len), data, f->len);
+	loom_shm_fbox_post(c->shm, f->seq, f->kind, f->len);
 	return LOOM_SUCCESS;
 }
 
@@ -77,7 +77,7 @@ static const void *fb_get(struct fb *f, int rank, int *rc)
 {
 	f->lidx = loom_comm_local_idx(f->c, rank);
 	if (rank == f->c->rank)
-		return loom_shm_fbox_mine(f->c, f->seq, f->len);
+		return loom_shm_fbox_mine(f->c->shm, f->seq, f->len);
 	if ((*rc = loom_x_wait_shm(&f->x, rank, posted, f)))
 		return NULL;
 	if (f->mismatch) {
@@ -90,7 +90,7 @@ static const void *fb_get(struct fb *f, int rank, int *rc)
 static int fb_end(struct fb *f, int rc, int saw_all)
 {
 	if (!rc)
-		loom_shm_fbox_done(f->c, f->seq, saw_all);
+		loom_shm_fbox_done(f->c->shm, f->seq, saw_all);
 	loom_x_abandon(&f->x);
 	return rc;
 }

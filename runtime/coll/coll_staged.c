@@ -46,14 +46,14 @@ struct stage {
 static int slot_free(void *a)
 {
 	struct stage *g = a;
-	g->slot = loom_shm_slot_to(g->c, g->lidx, &g->rc);
+	g->slot = loom_shm_slot_to(g->c->shm, g->lidx, &g->rc);
 	return g->slot || g->rc;
 }
 
 static int slot_full(void *a)
 {
 	struct stage *g = a;
-	g->slot = (void *)loom_shm_slot_from(g->c, g->lidx, g->tag, g->len, &g->rc);
+	g->slot = (void *)loom_shm_slot_from(g->c->shm, g->lidx, g->tag, g->len, &g->rc);
 	return g->slot || g->rc;
 }
 
@@ -94,12 +94,12 @@ static void put(const struct stage *g, void *to, const void *from, size_t len)
 
 static void post(struct stage *g, int p, size_t len)
 {
-	loom_shm_slot_post(g->c, loom_comm_local_idx(g->c, p), g->tag, len);
+	loom_shm_slot_post(g->c->shm, loom_comm_local_idx(g->c, p), g->tag, len);
 }
 
 static void release(struct stage *g, int p)
 {
-	loom_shm_slot_release(g->c, loom_comm_local_idx(g->c, p));
+	loom_shm_slot_release(g->c->shm, loom_comm_local_idx(g->c, p));
 }
 
 /* a slot's worth of this core's own, kept with the communicator */

@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* A TCP transfer goes as messages of up to SEG bytes, all posted at
- * once; each is announced and answered (transport_tcp.c's rendezvous)
+ * once; each is announced and answered (transport_tcp_match.c's rendezvous)
  * and completes on its own: the larger SEG, the fewer round trips,
  * engine wake-ups and completions a transfer costs, while a segment
  * still lands in the receive as it comes (docs/algorithms.md has the
@@ -156,7 +156,7 @@ static int add(struct loom_xctx *x, int kind, int peer, void *buf, size_t len, l
 			t->buf = base + off;
 			t->len = len - off < SEG ? len - off : SEG;
 			t->bell = loom_comm_bell(c);
-			loom_tcp_post(c->w, t);
+			loom_tcp_post(c->w->eng, t);
 		}
 	}
 	x->x[x->n] = q;
@@ -198,7 +198,8 @@ static int progress(struct loom_xctx *x)
 			}
 			if (blocked)
 				continue;
-			rc = loom_shm_progress(c, q, loom_x_shm_tag(x->tag));
+			rc = loom_shm_progress(c->shm, loom_comm_local_idx(c, q->peer), q,
+					       loom_x_shm_tag(x->tag));
 			if (rc < 0) {
 				x->status = rc;
 				q->status = rc;
@@ -231,10 +232,10 @@ static int peer_dead(struct loom_comm *c, int peer)
 	int lidx;
 	if (peer == c->rank)
 		return 0;
-	if (loom_tcp_peer_gone(c->w, loom_comm_wrank(c, peer)))
+	if (loom_tcp_peer_gone(c->w->eng, loom_comm_wrank(c, peer)))
 		return 1;
 	lidx = loom_comm_local_idx(c, peer);
-	return lidx >= 0 && loom_shm_peer_gone(c, lidx);
+	return lidx >= 0 && loom_shm_peer_gone(c->shm, lidx);
 }
 
 static void poison(struct loom_comm *c, int status)
@@ -349,7 +350,7 @@ static void pull_small(struct loom_xctx *x)
 {
 	int shm, peer;
 	if (tcp_left(x, &shm, &peer) <= PULL_BYTES && peer >= 0)
-		loom_tcp_pull(x->c->w, loom_comm_wrank(x->c, peer));
+		loom_tcp_pull(x->c->w->eng, loom_comm_wrank(x->c, peer));
 }
 
 /* 1 when what is left to wait for is TCP bulk only (64 KiB or more, no
@@ -465,16 +466,16 @@ static int wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 			break;
 		}
 		if (b.n == 0)  /* a wait begins: not when the data was there */
-			loom_shm_here(c);
+			loom_shm_here(c->shm);
 		/* the peer last ran on this CPU, so it is not running: give it
 		 * the CPU now rather than after LOOM_SPIN_S, which every wait of
 		 * two ranks of a node on one core would spend for nothing */
-		if ((b.n & 15) == 1 && b.n < LOOM_YIELD_FROM && loom_shm_peer_beside(c, lidx)) {
+		if ((b.n & 15) == 1 && b.n < LOOM_YIELD_FROM && loom_shm_peer_beside(c->shm, lidx)) {
 			b.n++;
 			sched_yield();
 			continue;
 		}
-		if (b.n > 64 && loom_shm_peer_asleep(c, lidx))
+		if (b.n > 64 && loom_shm_peer_asleep(c->shm, lidx))
 			;  /* the peer sleeps: nothing comes before it is woken */
 		else if (loom_backoff_step(&b))
 			slept = 1;
@@ -489,15 +490,15 @@ static int wait_shm(struct loom_xctx *x, int peer, int (*ready)(void *), void *a
 		}
 		nap = nap_of(x, now, next_check);
 		if (!dozing) {
-			loom_shm_doze(c, 1);
+			loom_shm_doze(c->shm, 1);
 			dozing = 1;
 			if (nap > LOOM_SHM_FIRST_NAP)
 				nap = LOOM_SHM_FIRST_NAP;
 		}
-		loom_shm_nap(c, nap, ready, arg);
+		loom_shm_nap(c->shm, nap, ready, arg);
 	}
 	if (dozing)
-		loom_shm_doze(c, 0);
+		loom_shm_doze(c->shm, 0);
 	if (!rc)
 		loom_x_wait_ended(c, slept);
 	return rc;
@@ -521,7 +522,7 @@ void loom_x_abandon(struct loom_xctx *x)
 		if (!q->shm && q->segs)
 			for (k = 0; k < q->nseg; k++)
 				if (!atomic_load(&q->segs[k].done))
-					loom_tcp_cancel(x->c->w, &q->segs[k]);
+					loom_tcp_cancel(x->c->w->eng, &q->segs[k]);
 		free(q->segs);
 		land_free(x->c, q);
 		if (q < x->pool || q >= x->pool + sizeof x->pool / sizeof x->pool[0])
@@ -580,8 +581,8 @@ static int ask_late(struct loom_comm *q, uint64_t seq, int *late, int *nl, int *
 	for (i = 0; i < q->size; i++)
 		atomic_store(&rep[i], -2);
 	for (i = 0; i < q->size; i++)
-		if (i != q->rank && !loom_tcp_peer_gone(q->w, loom_comm_wrank(q, i))) {
-			loom_tcp_control(q->w, loom_comm_wrank(q, i), CTL_STATUS_REQ, q->ctx, (int64_t)seq);
+		if (i != q->rank && !loom_tcp_peer_gone(q->w->eng, loom_comm_wrank(q, i))) {
+			loom_tcp_control(q->w->eng, loom_comm_wrank(q, i), CTL_STATUS_REQ, q->ctx, (int64_t)seq);
 			nq++;
 		}
 	while (nq && loom_now() < until) {

@@ -83,6 +83,21 @@ out:
 	return rc;
 }
 
+/* the rings' view of c (transport.h): its node's members, the names' parts */
+static int shm_attach(struct loom_comm *c)
+{
+	struct loom_shm_group g = { 0 };
+	g.local_rank = c->local_rank;
+	g.local_size = c->local_size;
+	g.node = loom_world_node_of(c->w, c->w->rank);
+	g.ctx = c->ctx;
+	memcpy(g.key, c->w->shm_key, sizeof g.key);
+	g.timeout = c->timeout;
+	memcpy(g.name, c->name, sizeof g.name);
+	g.members = &c->lmem;
+	return loom_shm_attach(&g, &c->shm);
+}
+
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,
 				   int myrank, const char *name)
 {
@@ -103,7 +118,7 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 		return NULL;
 	}
 	if (c->local_size > 1 && w->transport != LOOM_TR_TCP) {
-		if (loom_shm_attach(c) != LOOM_SUCCESS) {
+		if (shm_attach(c) != LOOM_SUCCESS) {
 			loom_comm_destroy(c);
 			return NULL;
 		}
@@ -141,7 +156,8 @@ void loom_comm_destroy(struct loom_comm *c)
 			break;
 		}
 	pthread_mutex_unlock(&w->comms_lock);
-	loom_shm_detach(c);
+	loom_shm_detach(c->shm);
+	c->shm = NULL;
 	loom_metrics_free(c->metrics);
 	pthread_mutex_destroy(&c->exec);
 	pthread_mutex_destroy(&c->p2p_lock);
@@ -234,7 +250,7 @@ uint64_t loom_op_enter(struct loom_comm *c)
 
 struct loom_bell *loom_comm_bell(struct loom_comm *c)
 {
-	struct loom_bell *b = c->shm ? loom_shm_bell(c) : NULL;
+	struct loom_bell *b = c->shm ? loom_shm_bell(c->shm) : NULL;
 	return b ? b : &c->pbell;
 }
 

@@ -88,7 +88,7 @@ int loom_native_abort(struct loom_comm *c)
 	LOOM_ERR("communicator %s aborted by this rank", c->name);
 	for (i = 0; i < c->size; i++)
 		if (i != c->rank)
-			loom_tcp_control(c->w, loom_comm_wrank(c, i), CTL_ABORT, c->ctx,
+			loom_tcp_control(c->w->eng, loom_comm_wrank(c, i), CTL_ABORT, c->ctx,
 					 LOOM_ABORT_AUX(LOOM_ERR_ABORTED, loom_comm_wrank(c, c->rank)));
 	loom_bell_ring(loom_comm_bell(c));
 	if (c->nodec)

@@ -187,7 +187,7 @@ int loom_native_p2p(struct loom_comm *c, int is_send, void *buf, size_t count, l
 	q->t.len = count * loom_dtype_size(dt);
 	q->t.bell = &q->bell;
 	/* posted under the lock: the n-th send meets the n-th receive */
-	loom_tcp_post(c->w, &q->t);
+	loom_tcp_post(c->w->eng, &q->t);
 	pthread_mutex_unlock(&c->p2p_lock);
 	if (!req)
 		return loom_wait(q);
@@ -210,7 +210,7 @@ static int p2p_poll(struct loom_request *q, double timeout)
 		f = atomic_load(&c->failed);
 		now = loom_now();
 		if (f || now >= q->deadline) {
-			loom_tcp_cancel(c->w, &q->t);
+			loom_tcp_cancel(c->w->eng, &q->t);
 			if (!f) {
 				LOOM_ERR("timeout: comm %s op %s seq %llu after %.1f s: rank %d never %s",
 					 c->name, q->is_send ? "send" : "recv",

@@ -1,5 +1,9 @@
-# runtime/transport/: bytes between processes: the TCP engine and the
+# runtime/transport/: bytes between processes: the TCP engine (entry
+# points, matching, framing, connections, its thread: transport_tcp_*.c,
+# transport_tcp_internal.h), the hello of every connection, and the
 # shared-memory rings
 runtime_libloom_core_la_SOURCES += runtime/transport/transport.h \
-	runtime/transport/transport_tcp.c runtime/transport/transport_handshake.c \
-	runtime/transport/transport_shm.c
+	runtime/transport/transport_tcp_internal.h runtime/transport/transport_tcp.c \
+	runtime/transport/transport_tcp_match.c runtime/transport/transport_tcp_wire.c \
+	runtime/transport/transport_tcp_conn.c runtime/transport/transport_tcp_engine.c \
+	runtime/transport/transport_handshake.c runtime/transport/transport_shm.c

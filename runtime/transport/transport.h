@@ -1,7 +1,9 @@
 /* runtime/transport/transport.h: bytes between processes: the world-wide
  * TCP engine (its own thread) and the per-communicator shared-memory
- * rings. Reads the world and communicator tables (comm/comm.h) as data;
- * reports upward only through the hooks it is given. */
+ * rings. Each has a handle of its own (struct loom_engine, struct
+ * loom_shm), made from what the layers above fill in for it (struct
+ * loom_engine_cfg, struct loom_shm_group); it reports upward only
+ * through the hooks it is given. */
 #ifndef LOOM_TRANSPORT_TRANSPORT_H
 #define LOOM_TRANSPORT_TRANSPORT_H
 
@@ -9,9 +11,6 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-
-struct loom_world;
-struct loom_comm;
 
 /* ---- transport_handshake.c: the authenticated hello of every connection ---- */
 #define LOOM_HS_CH 16
@@ -121,43 +120,56 @@ struct loom_treq {
 	unsigned char hdr[48];  /* send: wire header */
 };
 struct loom_engine;
-struct loom_world;
+/* What the engine needs of the world, filled in by the layer that makes
+ * the engine (the bootstrap layer) and copied at create */
+struct loom_engine_cfg {
+	int rank, size;         /* this process's world rank, the world's size */
+	uint64_t nonce;         /* the world's, the same on every rank: the hello's payload */
+	double timeout;         /* LOOM_TIMEOUT: destroy waits up to min(timeout, 30 s) for goodbyes */
+	void *arg;              /* handed back to every hook */
+};
 /* What the engine reports upward, to the communicators: a peer's
  * connection lost (every communicator with it fails with status), and a
  * control message for communicator ctx (CTL_STATUS_REQ: returns the
  * operations it has entered, for the engine's reply; CTL_ABORT: 1 when
  * it newly failed the communicator, and the engine passes the abort on;
  * else -1). A CTL_ABORT's aux is LOOM_ABORT_AUX(status, world rank that
- * aborted), so a passed-on abort still names its origin. */
+ * aborted), so a passed-on abort still names its origin. Each hook gets
+ * the cfg's arg. */
 #define LOOM_ABORT_AUX(status, origin) \
 	((int64_t)(((uint64_t)(uint32_t)((origin) + 1) << 32) | (uint32_t)(int32_t)(status)))
 #define LOOM_ABORT_STATUS(aux) ((int)(int32_t)(uint32_t)((uint64_t)(aux) & 0xffffffffu))
 #define LOOM_ABORT_ORIGIN(aux, from) \
 	((int)((uint64_t)(aux) >> 32) ? (int)((uint64_t)(aux) >> 32) - 1 : (from))
 struct loom_engine_hooks {
-	void (*peer_lost)(struct loom_world *w, int peer, int status);
-	int64_t (*control)(struct loom_world *w, int from, int type, uint64_t ctx, int64_t aux);
+	void (*peer_lost)(void *arg, int peer, int status);
+	int64_t (*control)(void *arg, int from, int type, uint64_t ctx, int64_t aux);
 	/* NULL: every address was given at create; else the address of a
 	 * peer given as port 0, asked for at its first dial (LOOM_SUCCESS) */
-	int (*resolve)(struct loom_world *w, int peer, uint32_t *ip, uint16_t *port);
+	int (*resolve)(void *arg, int peer, uint32_t *ip, uint16_t *port);
 };
 /* listen_fd (taken: kept open for the job's life, closed at destroy) and
  * every rank's address, ip and port (malloc'd arrays, taken: freed at
  * destroy, or at once where hooks->resolve looks addresses up or the
  * create fails): connections are made on first use, authenticated with
- * key (copied, wiped at destroy) */
-int loom_engine_create(struct loom_world *w, int listen_fd, uint32_t *ip, uint16_t *port,
-		       const uint8_t *key, const struct loom_engine_hooks *hooks);
-void loom_engine_destroy(struct loom_world *w);
-void loom_tcp_post(struct loom_world *w, struct loom_treq *r);
+ * key (copied, wiped at destroy). *out is set before the engine's thread
+ * starts (its hooks may run at once); a create that fails after setting
+ * it leaves the engine to loom_engine_destroy. */
+int loom_engine_create(struct loom_engine **out, const struct loom_engine_cfg *cfg, int listen_fd,
+		       uint32_t *ip, uint16_t *port, const uint8_t *key,
+		       const struct loom_engine_hooks *hooks);
+void loom_engine_destroy(struct loom_engine *e);  /* NULL: nothing */
+/* The calls below take the engine (NULL: a world without one; post and
+ * cancel need one) and world ranks. */
+void loom_tcp_post(struct loom_engine *e, struct loom_treq *r);
+/* read what peer has sent, on this thread, if the engine is not at it */
+void loom_tcp_pull(struct loom_engine *e, int peer);
 /* Take r back before completion; after it returns the engine no longer
  * touches r or its buffer. */
-/* read what peer has sent, on this thread, if the engine is not at it */
-void loom_tcp_pull(struct loom_world *w, int peer);
-void loom_tcp_cancel(struct loom_world *w, struct loom_treq *r);
+void loom_tcp_cancel(struct loom_engine *e, struct loom_treq *r);
 enum { CTL_ABORT = 2, CTL_STATUS_REQ = 3, CTL_STATUS_REP = 4, CTL_BYE = 5 };
-void loom_tcp_control(struct loom_world *w, int peer, int type, uint64_t ctx, int64_t a);
-int loom_tcp_peer_gone(struct loom_world *w, int peer);
+void loom_tcp_control(struct loom_engine *e, int peer, int type, uint64_t ctx, int64_t a);
+int loom_tcp_peer_gone(struct loom_engine *e, int peer);
 
 /* one transfer of an operation (xfer.c starts them; the shm rings and
  * the engine move their bytes) */
@@ -176,34 +188,51 @@ struct loom_xreq {
 	int tmp_lent;             /* tmp is the communicator's scratch (xfer.c) */
 };
 /* ---- transport_shm.c ---- */
+/* What the rings need of the communicator they serve, filled in by the
+ * layer that owns it (comm/) and copied at attach: the segments' names
+ * come from ctx, node and key; members is read only for log lines and
+ * must outlive the attachment. */
+struct loom_shm_group {
+	int local_rank, local_size;    /* this rank among its node's members, and their number */
+	int node;                      /* this rank's node (world node index) */
+	uint64_t ctx;                  /* the communicator's context */
+	uint8_t key[16];               /* random bits from rank 0, the same on every rank */
+	double timeout;                /* how long the local ranks may be apart at attach */
+	char name[64];                 /* the communicator's name, for log lines */
+	const struct loom_rankmap *members;  /* local index -> communicator rank */
+};
+struct loom_rankmap;
 struct loom_shm;
-int loom_shm_attach(struct loom_comm *c);   /* when c has >1 local member and shm allowed */
-void loom_shm_detach(struct loom_comm *c);
+/* when the group has >1 local member and shm is allowed: *out set on success */
+int loom_shm_attach(const struct loom_shm_group *g, struct loom_shm **out);
+void loom_shm_detach(struct loom_shm *s);  /* NULL: nothing */
 /* the checked create (local leader, O_EXCL) and open (the others, never
  * creating; owner, mode 0600 and size checked): an fd, or -1 logged */
 int loom_shm_segment_create(const char *name, size_t size);
 int loom_shm_segment_open(const char *name, size_t size, double deadline);
-/* Move bytes on the ring to/from local member peer_l; return bytes moved
- * this call (0: nothing possible now), or a negative status. */
-int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag);
-struct loom_bell *loom_shm_bell(struct loom_comm *c);
-int loom_shm_peer_gone(struct loom_comm *c, int local_idx);  /* its process no longer exists */
-int loom_shm_peer_asleep(struct loom_comm *c, int local_idx);
+/* Move x's bytes on the ring to/from local member local_idx (x->peer's
+ * index among the node's members); return bytes moved this call (0:
+ * nothing possible now), or a negative status. */
+int loom_shm_progress(struct loom_shm *s, int local_idx, struct loom_xreq *x, uint32_t tag);
+struct loom_bell *loom_shm_bell(struct loom_shm *s);
+/* its process no longer exists; it sleeps on its bell (s NULL: 0, both) */
+int loom_shm_peer_gone(struct loom_shm *s, int local_idx);
+int loom_shm_peer_asleep(struct loom_shm *s, int local_idx);
 /* here: note the CPU this rank runs on (as it posts a fast box or begins
  * a wait); beside: the local peer last noted the caller's CPU, so it is
  * not running now (unless moved since): spinning for it only keeps it
  * off this CPU */
-void loom_shm_here(struct loom_comm *c);
-int loom_shm_peer_beside(struct loom_comm *c, int local_idx);
+void loom_shm_here(struct loom_shm *s);
+int loom_shm_peer_beside(struct loom_shm *s, int local_idx);
 /* A wait on the fast boxes that has spun long enough dozes: announce it
- * (loom_shm_doze(c, 1)), nap as often as needed, and end it
- * (loom_shm_doze(c, 0)). A nap sleeps on this rank's bell up to nap s
+ * (loom_shm_doze(s, 1)), nap as often as needed, and end it
+ * (loom_shm_doze(s, 0)). A nap sleeps on this rank's bell up to nap s
  * unless ready(arg) holds. Posters store without a fence and ring when
  * they see a dozer, so one that posts just as the doze is announced may
  * miss it: the first nap of a doze is LOOM_SHM_FIRST_NAP at most. */
 #define LOOM_SHM_FIRST_NAP 50e-6
-void loom_shm_doze(struct loom_comm *c, int on);
-void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg);
+void loom_shm_doze(struct loom_shm *s, int on);
+void loom_shm_nap(struct loom_shm *s, double nap, int (*ready)(void *), void *arg);
 /* Fast boxes (small operations of a communicator inside one node): per
  * rank, a few used in turn, LOOM_FBOX_BYTES each, and a ring of entries
  * for posts of up to 8 bytes, several to a cache line (len says which).
@@ -214,24 +243,24 @@ void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *a
  * done: this rank read what it needed of seq (saw_all: it saw every peer
  * post seq). */
 #define LOOM_FBOX_BYTES 4096
-uint64_t loom_shm_fbox_next(struct loom_comm *c);  /* number this rank's next fast-box use */
+uint64_t loom_shm_fbox_next(struct loom_shm *s);  /* number this rank's next fast-box use */
 /* direct reads of a local peer's memory (process_vm_readv): whether they
  * work here (0 not known yet, 1, -1; kept per communicator), and one read */
-int *loom_shm_direct(struct loom_comm *c);
+int *loom_shm_direct(struct loom_shm *s);
 int loom_shm_direct_allowed(void);  /* not turned off by LOOM_DIRECT_READS=0 */
-int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len);
+int loom_shm_peer_read(struct loom_shm *s, int local_idx, void *dst, uint64_t src, size_t len);
 /* the same into a local peer's memory (process_vm_writev) */
-int loom_shm_peer_write(struct loom_comm *c, int local_idx, uint64_t dst, const void *src,
+int loom_shm_peer_write(struct loom_shm *s, int local_idx, uint64_t dst, const void *src,
 			size_t len);
 /* local_idx -1: every peer; more: a waiter's test, true only once a
  * quarter of the ring is free too */
-int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, size_t len, int local_idx,
+int loom_shm_fbox_writable(struct loom_shm *s, uint64_t seq, size_t len, int local_idx,
 			   int more);
-void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq, size_t len);
-void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t len);
-const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
+void *loom_shm_fbox_mine(struct loom_shm *s, uint64_t seq, size_t len);
+void loom_shm_fbox_post(struct loom_shm *s, uint64_t seq, uint32_t kind, size_t len);
+const void *loom_shm_fbox_peek(struct loom_shm *s, int local_idx, uint64_t seq, uint32_t kind,
 			       size_t len, int *mismatch);
-void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all);
+void loom_shm_fbox_done(struct loom_shm *s, uint64_t seq, int saw_all);
 /* The rings slot by slot, with no copy in or out (coll_staged.c): to
  * returns the slot that the next message to local peer local_idx goes
  * in (NULL: the ring is full; NULL and *rc set: it could not be made),
@@ -241,10 +270,10 @@ void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all);
  * message is the size of its ring slot; messages of one direction keep
  * their order, whether sent so or through loom_shm_progress. */
 #define LOOM_SHM_SLOT_BYTES (64u * 1024)
-void *loom_shm_slot_to(struct loom_comm *c, int local_idx, int *rc);
-void loom_shm_slot_post(struct loom_comm *c, int local_idx, uint32_t tag, size_t len);
-const void *loom_shm_slot_from(struct loom_comm *c, int local_idx, uint32_t tag, size_t len,
+void *loom_shm_slot_to(struct loom_shm *s, int local_idx, int *rc);
+void loom_shm_slot_post(struct loom_shm *s, int local_idx, uint32_t tag, size_t len);
+const void *loom_shm_slot_from(struct loom_shm *s, int local_idx, uint32_t tag, size_t len,
 			       int *rc);
-void loom_shm_slot_release(struct loom_comm *c, int local_idx);
+void loom_shm_slot_release(struct loom_shm *s, int local_idx);
 
 #endif

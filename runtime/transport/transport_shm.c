@@ -17,7 +17,7 @@
  * (LOOM_FBOX_BYTES of data after its sequence number, in the same cache
  * line for the first bytes): small collectives of a communicator that
  * lies in one node post their data there and read each other's
- * (coll/coll_fbox.c), one cache-line transfer and no system call per
+ * (coll_fbox.c), one cache-line transfer and no system call per
  * peer. A box is rewritten only once every peer has marked the operation
  * that last used it done (its done word). Posts of up to 8 bytes (and a
  * barrier's none) take 16-byte entries of a ring instead, four to a
@@ -39,7 +39,8 @@
  * The sender leaves the name alone even when it detaches first (what it
  * sent may still be read after it freed the communicator), unless the
  * receiver's process is gone. */
-#include "comm/comm.h"  /* the world and communicator tables, read as data */
+#include "transport/transport.h"
+#include "util/rankmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -157,20 +158,21 @@ struct loom_shm {
 	uint64_t *done_seen;    /* each peer's done when last read */
 	uint64_t fbox_seq;      /* fast-box uses so far: the same count on every rank */
 	int direct;             /* peers' memory readable (process_vm_readv): 0 unknown, 1, -1 */
+	struct loom_shm_group g;  /* the communicator's, copied at attach */
 };
 
 /* the communicator's segment (from = to = -1) or the ring from -> to */
-static void segment_name(struct loom_comm *c, int32_t from, int32_t to, char out[6 + 32 + 1])
+static void segment_name(const struct loom_shm *s, int32_t from, int32_t to, char out[6 + 32 + 1])
 {
 	/* bytes laid out by hand: a struct's padding would differ per rank */
 	uint8_t in[20], key[LOOM_KEY_LEN], mac[LOOM_MAC_LEN];
-	int32_t node = loom_world_node_of(c->w, c->w->rank);
-	memcpy(in, &c->ctx, 8);
+	int32_t node = s->g.node;
+	memcpy(in, &s->g.ctx, 8);
 	memcpy(in + 8, &node, 4);
 	memcpy(in + 12, &from, 4);
 	memcpy(in + 16, &to, 4);
-	memcpy(key, c->w->shm_key, 16);
-	memcpy(key + 16, c->w->shm_key, 16);
+	memcpy(key, s->g.key, 16);
+	memcpy(key + 16, s->g.key, 16);
 	loom_hmac(key, in, sizeof in, mac);
 	memcpy(out, "/loom-", 6);
 	loom_hex_encode(mac, 16, out + 6);
@@ -274,27 +276,28 @@ static int wait_attached(struct loom_shm *s, double deadline)
 	}
 }
 
-int loom_shm_attach(struct loom_comm *c)
+int loom_shm_attach(const struct loom_shm_group *g, struct loom_shm **out)
 {
 	struct loom_shm *s = calloc(1, sizeof *s);
-	int fd, nl = c->local_size;
+	int fd, nl = g->local_size, me = g->local_rank;
 	uint32_t n;
 	/* the local ranks may reach a communicator's making as far apart as
 	 * they may reach a collective (the node's communicators are made in
 	 * the first operation that needs them) */
-	double wait = c->timeout;
+	double wait = g->timeout;
 	if (!s)
 		return LOOM_ERR_NOMEM;
+	s->g = *g;
 	s->nlocal = nl;
 	s->size = sizeof(struct seg_hdr) + (size_t)nl * sizeof(struct slot_bell) +
 		  (size_t)nl * sizeof(struct fbox_rank) + (size_t)nl * (size_t)nl * sizeof(uint32_t);
 	s->out = calloc((size_t)nl, sizeof *s->out);
 	s->in = calloc((size_t)nl, sizeof *s->in);
 	s->done_seen = calloc((size_t)nl, sizeof *s->done_seen);
-	segment_name(c, -1, -1, s->name);
+	segment_name(s, -1, -1, s->name);
 	fd = !s->out || !s->in || !s->done_seen ? -2
-	     : c->local_rank == 0 ? loom_shm_segment_create(s->name, s->size)
-				  : loom_shm_segment_open(s->name, s->size, loom_now() + wait);
+	     : me == 0 ? loom_shm_segment_create(s->name, s->size)
+		       : loom_shm_segment_open(s->name, s->size, loom_now() + wait);
 	if (fd < 0) {
 		shm_free(s);
 		return fd == -2 ? LOOM_ERR_NOMEM : LOOM_ERR_SYSTEM;
@@ -303,7 +306,7 @@ int loom_shm_attach(struct loom_comm *c)
 	close(fd);
 	if (s->base == MAP_FAILED) {
 		LOOM_ERR("mmap of %s: %s", s->name, strerror(errno));
-		if (c->local_rank == 0)
+		if (me == 0)
 			shm_unlink(s->name);
 		shm_free(s);
 		return LOOM_ERR_SYSTEM;
@@ -312,8 +315,8 @@ int loom_shm_attach(struct loom_comm *c)
 	s->bells = (struct slot_bell *)(s->hdr + 1);
 	s->fbox = (struct fbox_rank *)(s->bells + nl);
 	s->ready = (_Atomic uint32_t *)(s->fbox + nl);
-	s->bells[c->local_rank].pid = (int32_t)getpid();
-	atomic_store(&s->bells[c->local_rank].cpu, -1);
+	s->bells[me].pid = (int32_t)getpid();
+	atomic_store(&s->bells[me].cpu, -1);
 	n = atomic_fetch_add(&s->hdr->attached, 1) + 1;
 	if (n == (uint32_t)nl) {
 		shm_unlink(s->name);
@@ -326,23 +329,23 @@ int loom_shm_attach(struct loom_comm *c)
 	else if (wait_attached(s, loom_now() + wait)) {
 		LOOM_ERR("comm %s: shared memory %s: %u of %d local ranks mapped it within %.0f s (LOOM_TIMEOUT); "
 			 "a rank of this node did not come (LOOM_TRANSPORT=tcp avoids shared memory)",
-			 c->name, s->name, (unsigned)atomic_load(&s->hdr->attached), nl, wait);
+			 g->name, s->name, (unsigned)atomic_load(&s->hdr->attached), nl, wait);
 		shm_unlink(s->name);
 		munmap(s->base, s->size);
 		shm_free(s);
 		return LOOM_ERR_TIMEOUT;
 	}
-	c->shm = s;
-	LOOM_TRACE("comm %s: shm segment %s, %d local ranks", c->name, s->name, nl);
+	*out = s;
+	LOOM_TRACE("comm %s: shm segment %s, %d local ranks", g->name, s->name, nl);
 	return LOOM_SUCCESS;
 }
 
-void loom_shm_detach(struct loom_comm *c)
+void loom_shm_detach(struct loom_shm *s)
 {
-	struct loom_shm *s = c->shm;
-	int i, me = c->local_rank;
+	int i, me;
 	if (!s)
 		return;
+	me = s->g.local_rank;
 	shm_unlink(s->name); /* ENOENT: the last rank to map it unlinked it */
 	for (i = 0; i < s->nlocal; i++) {
 		char name[96];
@@ -351,8 +354,8 @@ void loom_shm_detach(struct loom_comm *c)
 			 * this rank freed the communicator): the ring's name stays
 			 * for its receiver, who unlinks it, unless that process is
 			 * gone */
-			if (atomic_load(&s->ready[me * s->nlocal + i]) != RING_MAPPED && loom_shm_peer_gone(c, i)) {
-				segment_name(c, me, i, name);
+			if (atomic_load(&s->ready[me * s->nlocal + i]) != RING_MAPPED && loom_shm_peer_gone(s, i)) {
+				segment_name(s, me, i, name);
 				shm_unlink(name);
 			}
 			munmap(s->out[i], sizeof(struct ring));
@@ -360,21 +363,19 @@ void loom_shm_detach(struct loom_comm *c)
 		if (s->in[i]) {
 			munmap(s->in[i], sizeof(struct ring));
 		} else if (atomic_load(&s->ready[i * s->nlocal + me]) == RING_MADE) {
-			segment_name(c, i, me, name);  /* made for me, never mapped */
+			segment_name(s, i, me, name);  /* made for me, never mapped */
 			shm_unlink(name);
 		}
 	}
 	munmap(s->base, s->size);
 	shm_free(s);
-	c->shm = NULL;
 }
 
 /* The ring from -> to, mapped here: made (mine = 1, I am its sender) or
  * opened once its ready word is set (mine = 0). NULL with *rc = 0: not
  * made yet (the sender rings my bell when it is); *rc < 0: an error. */
-static struct ring *ring_map(struct loom_comm *c, int from, int to, int mine, int *rc)
+static struct ring *ring_map(struct loom_shm *s, int from, int to, int mine, int *rc)
 {
-	struct loom_shm *s = c->shm;
 	struct ring **slot = mine ? &s->out[to] : &s->in[from];
 	_Atomic uint32_t *ready = &s->ready[from * s->nlocal + to];
 	char name[96];
@@ -385,7 +386,7 @@ static struct ring *ring_map(struct loom_comm *c, int from, int to, int mine, in
 		return *slot;
 	if (!mine && !atomic_load_explicit(ready, memory_order_acquire))
 		return NULL;
-	segment_name(c, from, to, name);
+	segment_name(s, from, to, name);
 	fd = mine ? loom_shm_segment_create(name, sizeof(struct ring))
 		  : loom_shm_segment_open(name, sizeof(struct ring), 0);
 	if (fd < 0) {
@@ -395,7 +396,7 @@ static struct ring *ring_map(struct loom_comm *c, int from, int to, int mine, in
 	p = mmap(NULL, sizeof(struct ring), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
-		LOOM_ERR("mmap of %s (ring %d -> %d of comm %s): %s", name, from, to, c->name,
+		LOOM_ERR("mmap of %s (ring %d -> %d of comm %s): %s", name, from, to, s->g.name,
 			 strerror(errno));
 		if (mine)
 			shm_unlink(name);
@@ -413,46 +414,45 @@ static struct ring *ring_map(struct loom_comm *c, int from, int to, int mine, in
 	return p;
 }
 
-struct loom_bell *loom_shm_bell(struct loom_comm *c)
+struct loom_bell *loom_shm_bell(struct loom_shm *s)
 {
-	return &c->shm->bells[c->local_rank].bell;
+	return &s->bells[s->g.local_rank].bell;
 }
 
-int loom_shm_peer_gone(struct loom_comm *c, int local_idx)
+int loom_shm_peer_gone(struct loom_shm *s, int local_idx)
 {
-	pid_t pid = c->shm ? c->shm->bells[local_idx].pid : 0;
+	pid_t pid = s ? s->bells[local_idx].pid : 0;
 	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-int loom_shm_peer_asleep(struct loom_comm *c, int local_idx)
+int loom_shm_peer_asleep(struct loom_shm *s, int local_idx)
 {
-	return c->shm && atomic_load_explicit(&c->shm->bells[local_idx].asleep, memory_order_relaxed);
+	return s && atomic_load_explicit(&s->bells[local_idx].asleep, memory_order_relaxed);
 }
 
 /* sched_getcpu reads the kernel's restartable-sequence area (glibc
  * 2.35+), no system call; the CPU is stored only when it changed, so the
  * line stays in the peers' caches */
-void loom_shm_here(struct loom_comm *c)
+void loom_shm_here(struct loom_shm *s)
 {
-	_Atomic int32_t *mine = &c->shm->bells[c->local_rank].cpu;
+	_Atomic int32_t *mine = &s->bells[s->g.local_rank].cpu;
 	int cpu = sched_getcpu();
 	if (atomic_load_explicit(mine, memory_order_relaxed) != cpu)
 		atomic_store_explicit(mine, cpu, memory_order_relaxed);
 }
 
-int loom_shm_peer_beside(struct loom_comm *c, int local_idx)
+int loom_shm_peer_beside(struct loom_shm *s, int local_idx)
 {
-	int cpu = atomic_load_explicit(&c->shm->bells[local_idx].cpu, memory_order_relaxed);
+	int cpu = atomic_load_explicit(&s->bells[local_idx].cpu, memory_order_relaxed);
 	return cpu >= 0 && cpu == sched_getcpu();
 }
 
 /* Announced before the dozer's first check (sleepers, then a full
  * fence), and kept for the whole doze, not nap by nap: a poster that
  * stores after the announcement is visible sees it and rings. */
-void loom_shm_doze(struct loom_comm *c, int on)
+void loom_shm_doze(struct loom_shm *s, int on)
 {
-	struct loom_shm *s = c->shm;
-	struct slot_bell *me = &s->bells[c->local_rank];
+	struct slot_bell *me = &s->bells[s->g.local_rank];
 	if (on) {
 		atomic_fetch_add(&s->hdr->sleepers, 1);
 		atomic_store(&me->asleep, 1);
@@ -463,9 +463,9 @@ void loom_shm_doze(struct loom_comm *c, int on)
 	}
 }
 
-void loom_shm_nap(struct loom_comm *c, double nap, int (*ready)(void *), void *arg)
+void loom_shm_nap(struct loom_shm *s, double nap, int (*ready)(void *), void *arg)
 {
-	struct slot_bell *me = &c->shm->bells[c->local_rank];
+	struct slot_bell *me = &s->bells[s->g.local_rank];
 	uint32_t seen = atomic_load(&me->bell.seq);  /* before the check: a ring after it wakes us */
 	if (!ready(arg))
 		loom_bell_wait(&me->bell, seen, nap);
@@ -488,14 +488,14 @@ static void wake_sleepers(struct loom_shm *s, int me)
 			loom_bell_ring(&s->bells[i].bell);
 }
 
-uint64_t loom_shm_fbox_next(struct loom_comm *c)
+uint64_t loom_shm_fbox_next(struct loom_shm *s)
 {
-	return ++c->shm->fbox_seq;
+	return ++s->fbox_seq;
 }
 
-int *loom_shm_direct(struct loom_comm *c)
+int *loom_shm_direct(struct loom_shm *s)
 {
-	return &c->shm->direct;
+	return &s->direct;
 }
 
 int loom_shm_direct_allowed(void)
@@ -509,10 +509,10 @@ int loom_shm_direct_allowed(void)
  * between processes of the same user (ptrace access rules). The pid is
  * the one that rank wrote in the segment, which only the job's user can
  * open. */
-static int peer_copy(struct loom_comm *c, int local_idx, char *mine, uint64_t theirs, size_t len,
+static int peer_copy(struct loom_shm *s, int local_idx, char *mine, uint64_t theirs, size_t len,
 		     int write)
 {
-	pid_t pid = c->shm->bells[local_idx].pid;
+	pid_t pid = s->bells[local_idx].pid;
 	while (len) {
 		struct iovec l = { mine, len }, r = { (void *)(uintptr_t)theirs, len };
 		ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
@@ -529,22 +529,21 @@ static int peer_copy(struct loom_comm *c, int local_idx, char *mine, uint64_t th
 	return LOOM_SUCCESS;
 }
 
-int loom_shm_peer_read(struct loom_comm *c, int local_idx, void *dst, uint64_t src, size_t len)
+int loom_shm_peer_read(struct loom_shm *s, int local_idx, void *dst, uint64_t src, size_t len)
 {
-	return peer_copy(c, local_idx, dst, src, len, 0);
+	return peer_copy(s, local_idx, dst, src, len, 0);
 }
 
-int loom_shm_peer_write(struct loom_comm *c, int local_idx, uint64_t dst, const void *src,
+int loom_shm_peer_write(struct loom_shm *s, int local_idx, uint64_t dst, const void *src,
 			size_t len)
 {
 	/* process_vm_writev only reads the local iovec */
-	return peer_copy(c, local_idx, (char *)(uintptr_t)src, dst, len, 1);
+	return peer_copy(s, local_idx, (char *)(uintptr_t)src, dst, len, 1);
 }
 
-int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, size_t len, int local_idx,
+int loom_shm_fbox_writable(struct loom_shm *s, uint64_t seq, size_t len, int local_idx,
 			   int more)
 {
-	struct loom_shm *s = c->shm;
 	int small = is_small(len), i;
 	uint64_t last = small ? s->small_last[FBOX_SMALL_SLOT(seq)] : s->fbox_last[FBOX_SLOT(seq)],
 		 need;
@@ -559,7 +558,7 @@ int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, size_t len, int lo
 		need = seq - 1;
 	for (i = 0; i < s->nlocal; i++) {
 		uint64_t d;
-		if (i == c->local_rank || (local_idx >= 0 && i != local_idx) || s->done_seen[i] >= need)
+		if (i == s->g.local_rank || (local_idx >= 0 && i != local_idx) || s->done_seen[i] >= need)
 			continue;
 		/* the peers' done only grows: what was read last answers
 		 * until it falls short */
@@ -571,51 +570,50 @@ int loom_shm_fbox_writable(struct loom_comm *c, uint64_t seq, size_t len, int lo
 	return 1;
 }
 
-void *loom_shm_fbox_mine(struct loom_comm *c, uint64_t seq, size_t len)
+void *loom_shm_fbox_mine(struct loom_shm *s, uint64_t seq, size_t len)
 {
-	struct fbox_rank *r = &c->shm->fbox[c->local_rank];
+	struct fbox_rank *r = &s->fbox[s->g.local_rank];
 	return is_small(len) ? r->small[FBOX_SMALL_SLOT(seq)].data : r->box[FBOX_SLOT(seq)].data;
 }
 
-void loom_shm_fbox_post(struct loom_comm *c, uint64_t seq, uint32_t kind, size_t len)
+void loom_shm_fbox_post(struct loom_shm *s, uint64_t seq, uint32_t kind, size_t len)
 {
-	struct loom_shm *s = c->shm;
 	if (is_small(len)) {
-		struct fbox_entry *e = &s->fbox[c->local_rank].small[FBOX_SMALL_SLOT(seq)];
+		struct fbox_entry *e = &s->fbox[s->g.local_rank].small[FBOX_SMALL_SLOT(seq)];
 		e->sig = small_sig(kind, len);
 		s->small_last[FBOX_SMALL_SLOT(seq)] = seq;
 		atomic_store_explicit(&e->seq, (uint32_t)seq, memory_order_release);
 	} else {
-		struct fbox *b = &s->fbox[c->local_rank].box[FBOX_SLOT(seq)];
+		struct fbox *b = &s->fbox[s->g.local_rank].box[FBOX_SLOT(seq)];
 		b->len = (uint32_t)len;
 		b->kind = kind;
 		s->fbox_last[FBOX_SLOT(seq)] = seq;
 		atomic_store_explicit(&b->seq, seq, memory_order_release);
 	}
-	wake_sleepers(s, c->local_rank);
-	loom_shm_here(c);
+	wake_sleepers(s, s->g.local_rank);
+	loom_shm_here(s);
 }
 
-static const void *fbox_mismatch(struct loom_comm *c, int local_idx, unsigned plen,
+static const void *fbox_mismatch(struct loom_shm *s, int local_idx, unsigned plen,
 				 unsigned pkind, size_t len, uint32_t kind, int *mismatch)
 {
 	LOOM_ERR("comm %s: rank %d posted %u bytes of a kind-%u operation where %zu bytes of kind %u were expected (ranks out of step)",
-		 c->name, loom_comm_local_member(c, local_idx), plen, pkind, len, kind);
+		 s->g.name, loom_rankmap_get(s->g.members, local_idx), plen, pkind, len, kind);
 	*mismatch = 1;
 	return NULL;
 }
 
 /* the same, told from a small entry (its signature holds kind and length) */
-static const void *entry_mismatch(struct loom_comm *c, int local_idx, const struct fbox_entry *e,
+static const void *entry_mismatch(struct loom_shm *s, int local_idx, const struct fbox_entry *e,
 				  size_t len, uint32_t kind, int *mismatch)
 {
-	return fbox_mismatch(c, local_idx, e->sig >> 28, e->sig & 0x0fffffffu, len, kind, mismatch);
+	return fbox_mismatch(s, local_idx, e->sig >> 28, e->sig & 0x0fffffffu, len, kind, mismatch);
 }
 
-const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq, uint32_t kind,
+const void *loom_shm_fbox_peek(struct loom_shm *s, int local_idx, uint64_t seq, uint32_t kind,
 			       size_t len, int *mismatch)
 {
-	struct fbox_rank *r = &c->shm->fbox[local_idx];
+	struct fbox_rank *r = &s->fbox[local_idx];
 	struct fbox *b = &r->box[FBOX_SLOT(seq)];
 	struct fbox_entry *e = &r->small[FBOX_SMALL_SLOT(seq)];
 	/* a peer that posted seq where the other size class goes is out of
@@ -623,67 +621,66 @@ const void *loom_shm_fbox_peek(struct loom_comm *c, int local_idx, uint64_t seq,
 	if (is_small(len)) {
 		if (atomic_load_explicit(&e->seq, memory_order_acquire) == (uint32_t)seq) {
 			if (e->sig != small_sig(kind, len))
-				return entry_mismatch(c, local_idx, e, len, kind, mismatch);
+				return entry_mismatch(s, local_idx, e, len, kind, mismatch);
 			return e->data;
 		}
 		if (atomic_load_explicit(&b->seq, memory_order_acquire) == seq)
-			return fbox_mismatch(c, local_idx, b->len, b->kind, len, kind, mismatch);
+			return fbox_mismatch(s, local_idx, b->len, b->kind, len, kind, mismatch);
 		return NULL;
 	}
 	if (atomic_load_explicit(&b->seq, memory_order_acquire) != seq) {
 		if (atomic_load_explicit(&e->seq, memory_order_acquire) == (uint32_t)seq)
-			return entry_mismatch(c, local_idx, e, len, kind, mismatch);
+			return entry_mismatch(s, local_idx, e, len, kind, mismatch);
 		return NULL;
 	}
 	if (b->kind != kind || b->len != len)
-		return fbox_mismatch(c, local_idx, b->len, b->kind, len, kind, mismatch);
+		return fbox_mismatch(s, local_idx, b->len, b->kind, len, kind, mismatch);
 	return b->data;
 }
 
-void loom_shm_fbox_done(struct loom_comm *c, uint64_t seq, int saw_all)
+void loom_shm_fbox_done(struct loom_shm *s, uint64_t seq, int saw_all)
 {
-	struct loom_shm *s = c->shm;
-	atomic_store_explicit(&s->fbox[c->local_rank].done, seq, memory_order_release);
+	atomic_store_explicit(&s->fbox[s->g.local_rank].done, seq, memory_order_release);
 	if (saw_all)
 		s->fbox_seen_all = seq;
-	wake_sleepers(s, c->local_rank);
+	wake_sleepers(s, s->g.local_rank);
 }
 
 /* the message in slot k of r, from local peer pl: tag's, of n bytes? */
-static int slot_check(struct loom_comm *c, struct ring *r, unsigned k, int pl, uint32_t tag,
+static int slot_check(struct loom_shm *s, struct ring *r, unsigned k, int pl, uint32_t tag,
 		      size_t n)
 {
 	if (r->sh[k].tag == tag && r->sh[k].len == n)
 		return 0;
 	LOOM_ERR("comm %s: rank %d sent %u bytes of operation tag %u where %zu bytes of tag %u were expected (ranks out of step)",
-		 c->name, loom_comm_local_member(c, pl), r->sh[k].len, r->sh[k].tag, n, tag);
+		 s->g.name, loom_rankmap_get(s->g.members, pl), r->sh[k].len, r->sh[k].tag, n, tag);
 	return LOOM_ERR_MISMATCH;
 }
 
 /* through the slot functions below: one copy between the caller's
  * buffer and a slot, up to SLOT bytes a message */
-int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
+int loom_shm_progress(struct loom_shm *s, int pl, struct loom_xreq *x, uint32_t tag)
 {
-	int pl = loom_comm_local_idx(c, x->peer), moved = 0, rc = 0;
+	int moved = 0, rc = 0;
 	size_t es = x->kind == XRECV_REDUCE ? loom_dtype_size(x->dt) : 1;
 	while (!(x->segdone > 0 && x->off == x->len)) {
 		size_t n = x->len - x->off < SLOT ? x->len - x->off : SLOT;
 		if (x->kind == XSEND) {
-			char *d = loom_shm_slot_to(c, pl, &rc);
+			char *d = loom_shm_slot_to(s, pl, &rc);
 			if (!d)
 				break;
 			if (n)
 				memcpy(d, x->buf + x->off, n);
-			loom_shm_slot_post(c, pl, tag, n);
+			loom_shm_slot_post(s, pl, tag, n);
 		} else {
-			const char *d = loom_shm_slot_from(c, pl, tag, n, &rc);
+			const char *d = loom_shm_slot_from(s, pl, tag, n, &rc);
 			if (!d)
 				break;
 			if (x->kind == XRECV_REDUCE)
 				loom_reduce_local(x->buf + x->off, d, n / es, x->dt, x->op);
 			else if (n)
 				memcpy(x->buf + x->off, d, n);
-			loom_shm_slot_release(c, pl);
+			loom_shm_slot_release(s, pl);
 		}
 		x->off += n;
 		x->segdone++;
@@ -696,9 +693,9 @@ int loom_shm_progress(struct loom_comm *c, struct loom_xreq *x, uint32_t tag)
 	return moved;
 }
 
-void *loom_shm_slot_to(struct loom_comm *c, int local_idx, int *rc)
+void *loom_shm_slot_to(struct loom_shm *s, int local_idx, int *rc)
 {
-	struct ring *r = ring_map(c, c->local_rank, local_idx, 1, rc);
+	struct ring *r = ring_map(s, s->g.local_rank, local_idx, 1, rc);
 	uint64_t head, tail;
 	if (!r)
 		return NULL;
@@ -707,21 +704,21 @@ void *loom_shm_slot_to(struct loom_comm *c, int local_idx, int *rc)
 	return head - tail < NSLOT ? r->data[head % NSLOT] : NULL;
 }
 
-void loom_shm_slot_post(struct loom_comm *c, int local_idx, uint32_t tag, size_t len)
+void loom_shm_slot_post(struct loom_shm *s, int local_idx, uint32_t tag, size_t len)
 {
-	struct ring *r = c->shm->out[local_idx];  /* mapped by loom_shm_slot_to */
+	struct ring *r = s->out[local_idx];  /* mapped by loom_shm_slot_to */
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	unsigned k = (unsigned)(head % NSLOT);
 	r->sh[k].tag = tag;
 	r->sh[k].len = (uint32_t)len;
 	atomic_store_explicit(&r->head, head + 1, memory_order_release);
-	loom_bell_ring(&c->shm->bells[local_idx].bell);
+	loom_bell_ring(&s->bells[local_idx].bell);
 }
 
-const void *loom_shm_slot_from(struct loom_comm *c, int local_idx, uint32_t tag, size_t len,
+const void *loom_shm_slot_from(struct loom_shm *s, int local_idx, uint32_t tag, size_t len,
 			       int *rc)
 {
-	struct ring *r = ring_map(c, local_idx, c->local_rank, 0, rc);
+	struct ring *r = ring_map(s, local_idx, s->g.local_rank, 0, rc);
 	uint64_t head, tail;
 	unsigned k;
 	if (!r)
@@ -731,15 +728,15 @@ const void *loom_shm_slot_from(struct loom_comm *c, int local_idx, uint32_t tag,
 	if (tail == head)
 		return NULL;
 	k = (unsigned)(tail % NSLOT);
-	if ((*rc = slot_check(c, r, k, local_idx, tag, len)))
+	if ((*rc = slot_check(s, r, k, local_idx, tag, len)))
 		return NULL;
 	return r->data[k];
 }
 
-void loom_shm_slot_release(struct loom_comm *c, int local_idx)
+void loom_shm_slot_release(struct loom_shm *s, int local_idx)
 {
-	struct ring *r = c->shm->in[local_idx];  /* mapped by loom_shm_slot_from */
+	struct ring *r = s->in[local_idx];  /* mapped by loom_shm_slot_from */
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
-	loom_bell_ring(&c->shm->bells[local_idx].bell);
+	loom_bell_ring(&s->bells[local_idx].bell);
 }
