@@ -10,7 +10,7 @@
  * warning and never deleted through. Entries owned by another user are
  * skipped the same way (docs/checkpoint-format.md, "Directory"). */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
 #include "util/util.h"
 

@@ -1,7 +1,7 @@
 /* runtime/ckpt/ckpt_format.c: checksums and the MANIFEST text (the files of a
  * checkpoint directory: ckpt_dir.c; docs/checkpoint-format.md). No communication. */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
 
 #include <errno.h>

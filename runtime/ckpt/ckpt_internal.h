@@ -1,9 +1,9 @@
 /* runtime/ckpt/ckpt_internal.h: what the files of checkpoint/restart share
- * beyond the pure functions of ckpt.h: the handle, the state of one save
+ * beyond what ckpt_nocomm.h declares: the handle, the state of one save
  * or load, and the collective steps.
  *   ckpt_signal.c    stop signals: handler, install/remove, names
  *   ckpt_handle.c    open/close/settings/tensor/should_stop, agreement
- *   ckpt_plan.c      the plan (pure; ckpt.h)
+ *   ckpt_plan.c      the plan (pure; ckpt_nocomm.h)
  *   ckpt_exchange.c  gathering the plan, pieces to/from aggregators
  *   ckpt_window.c    an aggregator's window: file I/O, chunk sums, writer
  *   ckpt_save.c      save and commit
@@ -15,7 +15,7 @@
 #define LOOM_CKPT_INTERNAL_H
 
 #include "loom.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 
 #include <pthread.h>
 

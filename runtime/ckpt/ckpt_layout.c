@@ -1,6 +1,6 @@
 /* runtime/ckpt/ckpt_layout.c: row-major block runs and aggregator domains
- * (pure functions, see ckpt.h). */
-#include "ckpt/ckpt.h"
+ * (pure functions, see ckpt_nocomm.h). */
+#include "ckpt/ckpt_nocomm.h"
 
 long ckpt_block_runs(int ndim, const uint64_t *shape, const uint64_t *offset,
 		     const uint64_t *extent, size_t esize,

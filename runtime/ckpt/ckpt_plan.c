@@ -5,7 +5,7 @@
  * runtime/test/ckpt_plan.c; gathered by ck_plan_make (ckpt_exchange.c). */
 #include "config.h"
 #include "loom.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 
 #include <stdlib.h>
 #include <string.h>

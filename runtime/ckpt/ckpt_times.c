@@ -5,7 +5,7 @@
  * following a link, bounded, and started afresh (with a warning) when
  * what is there is not ours to trust. No communication. */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
 #include "util/util.h"
 

@@ -7,7 +7,7 @@
  *   ckpt_files parse FILE...  parse each file as a MANIFEST, print the
  *                             verdict (t7102 runs it under valgrind) */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
 #include "../../t/tap.h"
 #include "capture.h"

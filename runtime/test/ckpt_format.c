@@ -2,7 +2,7 @@
  * MANIFEST round trip and damage detection, block runs, aggregator
  * domains, and resharding as pure functions on layouts. */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
 #include "../../t/tap.h"
 

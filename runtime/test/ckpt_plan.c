@@ -3,7 +3,7 @@
  * rank's runs and the pieces of them in each window, direct or packed,
  * and the holes no rank holds. Expected values worked out by hand. */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
 #include "../../t/tap.h"
 

@@ -1,9 +1,10 @@
-/* runtime/ckpt/ckpt.h: internals of checkpoint/restart (runtime/ckpt*.c).
- * Pure functions here (layouts, domains, checksums, manifest, the plan)
- * are unit tested without a communicator; the collective parts and the
- * handle are declared in ckpt_internal.h. */
-#ifndef LOOM_CKPT_H
-#define LOOM_CKPT_H
+/* runtime/ckpt/ckpt_nocomm.h: the parts of checkpoint/restart that need
+ * no communicator: pure functions (layouts, domains, checksums, manifest,
+ * the plan) and the files of one rank (directory, save times), unit
+ * tested on their own; the collective parts and the handle are declared
+ * in ckpt_internal.h. */
+#ifndef LOOM_CKPT_NOCOMM_H
+#define LOOM_CKPT_NOCOMM_H
 
 #include <stddef.h>
 #include <stdint.h>
