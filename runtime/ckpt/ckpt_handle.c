@@ -112,7 +112,7 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 	/* a request of an earlier run of this job has been acted on */
 	if (ck->rank == 0) {
 		char p[4200];
-		snprintf(p, sizeof p, "%s/%s", ck->dir, CKPT_REQUEUE_FILE);
+		snprintf(p, sizeof p, "%s/%s", ck->dir, LOOM_REQUEUE_FILE);
 		unlink(p);
 	}
 	ck_signals_install();

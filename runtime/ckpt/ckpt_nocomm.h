@@ -6,6 +6,8 @@
 #ifndef LOOM_CKPT_NOCOMM_H
 #define LOOM_CKPT_NOCOMM_H
 
+#include "../../common/loom_files.h" /* LOOM_REQUEUE_FILE, LOOM_SAVE_TIMES_* */
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -256,19 +258,13 @@ int ckpt_write_small(const char *dir, const char *name, const char *text);
 #define CKPT_PIECES_FILE "PIECES"
 #define CKPT_PIECES_HEADER "loom-cache-pieces 1"
 #define CKPT_PIECES_MAX (64u << 10)
-/* The file a stop-triggered checkpoint leaves for loom.so, which requeues
- * the job (docs/environment.md, "Requeue after a checkpoint") */
-#define CKPT_REQUEUE_FILE ".loom-requeue"
 long long ckpt_read_latest(const char *dir);
 
-/* DIR/.loom-save-times: "loom-save-times 1", then one line per committed
- * save, oldest first, the last CKPT_TIMES_KEEP: "step=N seconds=S
- * bytes=N" (total_s, the checkpoint's bytes). Read by loom.so for
- * --loom-ckpt-signal=SIG@auto; rank 0 appends after each commit. */
-#define CKPT_TIMES_FILE ".loom-save-times"
-#define CKPT_TIMES_HEADER "loom-save-times 1"
+/* DIR/LOOM_SAVE_TIMES_FILE (common/loom_files.h): the last
+ * CKPT_TIMES_KEEP committed saves, seconds = total_s, bytes = the
+ * checkpoint's bytes. Read by loom.so for --loom-ckpt-signal=SIG@auto;
+ * rank 0 appends after each commit. */
 #define CKPT_TIMES_KEEP 8
-#define CKPT_TIMES_MAX 2048
 int ckpt_times_record(const char *dir, long long step, double seconds, unsigned long long bytes);
 
 #endif

@@ -250,9 +250,9 @@ int loom_ckpt_request_requeue(const char *dir, long long step, int signal)
 		 "reason=%s\n", job, restart && *restart ? restart : "0",
 		 sstep && *sstep ? sstep : "none", step, ck_sig_name(signal),
 		 loom_metrics_stop_name(stop_reason(signal)));
-	if (ckpt_write_small(dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS) {
+	if (ckpt_write_small(dir, LOOM_REQUEUE_FILE, text) != LOOM_SUCCESS) {
 		LOOM_ERR("ckpt: cannot write %s/%s (%s): the job will not be requeued",
-			 dir, CKPT_REQUEUE_FILE, strerror(errno));
+			 dir, LOOM_REQUEUE_FILE, strerror(errno));
 		return LOOM_ERR_IO;
 	}
 	LOOM_WARN("ckpt: checkpoint step %lld committed after SIG%s: asking for a requeue "
