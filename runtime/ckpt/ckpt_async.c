@@ -5,7 +5,7 @@
  * duplicated from the user's: its collectives never interleave with the
  * caller's. The next call that waits reports how it ended. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <signal.h>

@@ -16,7 +16,8 @@
  * that holds it (the plan's aggregators and domains given) and verifies
  * every chunk against the manifest, as from the shared directory. */
 #include "config.h"
-#include "comm/comm.h"
+#include "comm/comm_query.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 #include "metrics/metrics.h"
 
@@ -122,7 +123,7 @@ int ck_cache_open(loom_ckpt_t *ck)
 	}
 	if (!(ck->cache = strdup(path)))
 		return LOOM_ERR_NOMEM;
-	ck->partner = ck->comm->nnodes >= 2;
+	ck->partner = loom_comm_nnodes(ck->comm) >= 2;
 	if (red && *red && strcmp(red, "partner") && strcmp(red, "none"))
 		LOOM_WARN("ckpt: LOOM_CKPT_REDUNDANCY=%s not understood (partner|none); using %s", red,
 			  ck->partner ? "partner" : "none");
@@ -140,13 +141,13 @@ int ck_cache_open(loom_ckpt_t *ck)
 int ck_is_leader(const loom_ckpt_t *ck)
 {
 	const loom_comm_t *c = ck->comm;
-	return loom_comm_leader(c, loom_comm_node_pos(c, ck->rank)) == ck->rank;
+	return loom_comm_node_leader(c, loom_comm_node_of(c, ck->rank)) == ck->rank;
 }
 
 const char *ck_node_name(const loom_ckpt_t *ck, int rank)
 {
 	const loom_comm_t *c = ck->comm;
-	return c->w->node_names[loom_world_node_of(c->w, loom_comm_wrank(c, rank))];
+	return loom_comm_node_name(c, rank);
 }
 
 /* DIR/.loom-node-NAME, NAME made safe for a file name */
@@ -167,7 +168,7 @@ int ck_cache_check(loom_ckpt_t *ck)
 	const loom_comm_t *c = ck->comm;
 	char p[4400], other[300] = "";
 	int rc = LOOM_SUCCESS, fd;
-	if (!ck->cache || c->nnodes < 2)
+	if (!ck->cache || loom_comm_nnodes(c) < 2)
 		return LOOM_SUCCESS;
 	if (ck_is_leader(ck)) {
 		node_mark(ck, ck_node_name(ck, ck->rank), p, sizeof p);
@@ -181,10 +182,10 @@ int ck_cache_check(loom_ckpt_t *ck)
 	}
 	if ((rc = ck_agree(ck, rc)))
 		return rc;
-	for (int n = 0; ck_is_leader(ck) && n < c->nnodes; n++) {
+	for (int n = 0; ck_is_leader(ck) && n < loom_comm_nnodes(c); n++) {
 		struct stat st;
-		const char *name = ck_node_name(ck, loom_comm_leader(c, n));
-		if (loom_comm_leader(c, n) == ck->rank)
+		const char *name = ck_node_name(ck, loom_comm_node_leader(c, n));
+		if (loom_comm_node_leader(c, n) == ck->rank)
 			continue;
 		node_mark(ck, name, p, sizeof p);
 		if (lstat(p, &st) == 0 && !other[0])
@@ -207,14 +208,14 @@ static int partner_copy(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
 	loom_comm_t *c = ck->comm;
 	const ckpt_plan_t *p = &op->p;
-	int nn = c->nnodes, pos = loom_comm_node_pos(c, ck->rank), to = loom_comm_leader(c, (pos + 1) % nn);
+	int nn = loom_comm_nnodes(c), pos = loom_comm_node_of(c, ck->rank), to = loom_comm_node_leader(c, (pos + 1) % nn);
 	int from = (pos + nn - 1) % nn, nin = 0, *in = NULL, rc = LOOM_SUCCESS;
 	char *obuf = NULL, **ibuf = NULL;
 	loom_request_t **q = NULL;
 	if (ck_is_leader(ck) && !(in = calloc((size_t)p->naggr + 1, sizeof *in)))
 		rc = LOOM_ERR_NOMEM;
 	for (int j = 0; in && j < p->naggr; j++)
-		if (loom_comm_node_pos(c, p->aggr[j]) == from)
+		if (loom_comm_node_of(c, p->aggr[j]) == from)
 			in[nin++] = j;
 	if (!rc && p->my_aggr >= 0 && !(obuf = malloc(p->window)))
 		rc = LOOM_ERR_NOMEM;
@@ -283,7 +284,7 @@ static int write_pieces(loom_ckpt_t *ck, const ck_op_t *op, long long step, cons
 {
 	const loom_comm_t *c = ck->comm;
 	const ckpt_plan_t *p = &op->p;
-	int nn = c->nnodes, pos = loom_comm_node_pos(c, ck->rank), from = (pos + nn - 1) % nn, rc;
+	int nn = loom_comm_nnodes(c), pos = loom_comm_node_of(c, ck->rank), from = (pos + nn - 1) % nn, rc;
 	size_t cap = 256 + (size_t)p->naggr * 160, at;
 	char *text = malloc(cap);
 	if (!text)
@@ -291,7 +292,7 @@ static int write_pieces(loom_ckpt_t *ck, const ck_op_t *op, long long step, cons
 	at = (size_t)snprintf(text, cap, "%s\nstep %lld\nnode %s\ntotal %" PRIu64 "\n", CKPT_PIECES_HEADER,
 			      step, ck_node_name(ck, ck->rank), p->base[ck->nt]);
 	for (int j = 0; j < p->naggr; j++) {
-		int np = loom_comm_node_pos(c, p->aggr[j]);
+		int np = loom_comm_node_of(c, p->aggr[j]);
 		if (p->dom[j + 1] == p->dom[j] || (np != pos && (!ck->partner || np != from)))
 			continue;
 		if (np == pos)
@@ -356,7 +357,7 @@ out:
 	ck_op_stats(ck, &op);
 	ck->st.mode = LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS)
-		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
+		loom_metrics_checkpoint(loom_comm_metrics(ck->comm), ck->st.total_s, ck->st.bytes);
 	if (rc && leader && tmp[0])
 		ckpt_rmtree(ck->cache, tmpname);
 	ck_op_free(ck, &op);

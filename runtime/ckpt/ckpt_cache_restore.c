@@ -5,7 +5,8 @@
  * copies), and the load with those ranges as the plan's domains, every
  * chunk verified against the manifest (ckpt_load.c). */
 #include "config.h"
-#include "comm/comm.h"
+#include "comm/comm_query.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <inttypes.h>
@@ -256,8 +257,8 @@ static int choose(const loom_ckpt_t *ck, const census_t *c, long long s, piece_t
 		char miss[512] = "";
 		size_t at = 0;
 		/* the nodes of this job whose cache has no copy of s */
-		for (int p = 0; p < ck->comm->nnodes && at + 80 < sizeof miss; p++) {
-			int l = loom_comm_leader(ck->comm, p), has = 0;
+		for (int p = 0; p < loom_comm_nnodes(ck->comm) && at + 80 < sizeof miss; p++) {
+			int l = loom_comm_node_leader(ck->comm, p), has = 0;
 			for (int64_t i = 0; i < c->per; i++)
 				has |= c->e[((size_t)l * (size_t)c->per + (size_t)i) * EW + E_STEP] == s;
 			if (!has)
@@ -283,7 +284,7 @@ static int pieces_to_domains(const loom_ckpt_t *ck, const piece_t *v, int np, ck
 			     char *why, size_t whylen)
 {
 	const loom_comm_t *c = ck->comm;
-	int *used = calloc((size_t)c->nnodes + 1, sizeof *used);
+	int *used = calloc((size_t)loom_comm_nnodes(c) + 1, sizeof *used);
 	d->aggr = malloc(sizeof *d->aggr * ((size_t)np + 1));
 	d->dom = malloc(sizeof *d->dom * ((size_t)np + 1));
 	if (!used || !d->aggr || !d->dom) {
@@ -297,11 +298,11 @@ static int pieces_to_domains(const loom_ckpt_t *ck, const piece_t *v, int np, ck
 		 * copies lie in the same files) */
 		if (i > 0 && v[i].holder == v[i - 1].holder)
 			continue;
-		int pos = loom_comm_node_pos(c, v[i].holder), want = used[pos]++, r, k = 0;
-		for (r = 0; r < c->size; r++)
-			if (loom_comm_node_pos(c, r) == pos && k++ == want)
+		int pos = loom_comm_node_of(c, v[i].holder), want = used[pos]++, r, k = 0;
+		for (r = 0; r < ck->size; r++)
+			if (loom_comm_node_of(c, r) == pos && k++ == want)
 				break;
-		if (r == c->size) {
+		if (r == ck->size) {
 			snprintf(why, whylen, "node %s holds more cached pieces (%d) than it has ranks",
 				 ck_node_name(ck, v[i].holder), used[pos]);
 			free(used);

@@ -4,7 +4,7 @@
  * rank's pieces sent (save) or received (load) packed or one message
  * each. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * the registered tensors, the agreed stop, and the agreement helpers the
  * save and load steps use. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <errno.h>

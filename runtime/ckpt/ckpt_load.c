@@ -3,7 +3,7 @@
  * chunk verified), and finding the step to load: latest, restore (the
  * newest usable one), resume_step. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <errno.h>

@@ -4,7 +4,8 @@
  * commit on rank 0 (manifest, rename, latest, prune, requeue request).
  * Every step ends in an agreement, so all ranks fail or succeed together. */
 #include "config.h"
-#include "comm/comm.h"
+#include "comm/comm_query.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 #include "metrics/metrics.h"
 
@@ -323,7 +324,7 @@ static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char
  * before the request exists, so no task can exit before it either. */
 static int stop_committed(loom_ckpt_t *ck, long long step)
 {
-	loom_metrics_checkpoint_stop(ck->comm->metrics, stop_reason(ck->stopped));
+	loom_metrics_checkpoint_stop(loom_comm_metrics(ck->comm), stop_reason(ck->stopped));
 	loom_metrics_flush();
 	if (ck->rank == 0)
 		requeue_request(ck, step);
@@ -357,7 +358,7 @@ out:
 	ck_op_stats(ck, &op);
 	ck->st.mode = op.independent ? LOOM_CKPT_INDEPENDENT : LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS && !ck->flush_only)
-		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
+		loom_metrics_checkpoint(loom_comm_metrics(ck->comm), ck->st.total_s, ck->st.bytes);
 	if (rc == LOOM_SUCCESS && ck->rank == 0) {
 		/* for loom.so's SIG@auto; best effort (warned), the save stands */
 		unsigned long long all = 0;

@@ -2,7 +2,7 @@
  * and LOOM_CKPT_SIGNAL): caught while a handle is open, chained to the
  * program's own handler, read by loom_ckpt_should_stop. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <pthread.h>
