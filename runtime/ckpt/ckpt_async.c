@@ -129,7 +129,7 @@ int ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 		return 1;
 	if (async_unsupported(ck, bg))
 		return 1;
-	limit = (size_t)ck_env_long("LOOM_CKPT_STAGING_MB", 4096, 1, 1L << 24) << 20;
+	limit = (size_t)loom_env_long("ckpt", "LOOM_CKPT_STAGING_MB", 4096, 1, 1L << 24) << 20;
 	ok = mine <= limit;
 	if (ok && mine > bg->stage_cap) {
 		char *n = realloc(bg->stage, mine);
@@ -231,19 +231,4 @@ int ck_bg_new(loom_ckpt_t *ck)
 {
 	ck->bg = calloc(1, sizeof *ck->bg);
 	return ck->bg ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
-}
-
-int loom_ckpt_set_async(loom_ckpt_t *ck, int on)
-{
-	if (!ck || (on != 0 && on != 1))
-		return LOOM_ERR_INVALID;
-	ck->async = on;
-	return LOOM_SUCCESS;
-}
-
-int loom_ckpt_wait(loom_ckpt_t *ck)
-{
-	if (!ck)
-		return LOOM_ERR_INVALID;
-	return ck_bg_settle(ck);
 }

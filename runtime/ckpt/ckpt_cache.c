@@ -1,5 +1,6 @@
 /* runtime/ckpt/ckpt_cache.c: the node-local tier (LOOM_CKPT_CACHE): the
- * cache's path and checks, and the save (ckpt_cache_restore.c reads it).
+ * cache's path and checks, and the save (ckpt_cache_restore.c reads it),
+ * which goes to the shared directory when the caches cannot take it.
  *
  * A save writes the virtual byte space of the checkpoint two-phase into
  * the caches: each node's aggregators write their domains into full-size
@@ -91,7 +92,7 @@ int ck_cache_open(loom_ckpt_t *ck)
 	const char *pat = getenv("LOOM_CKPT_CACHE"), *red = getenv("LOOM_CKPT_REDUNDANCY");
 	char path[4096], why[300];
 	struct stat st;
-	ck->flush_every = (int)ck_env_long("LOOM_CKPT_FLUSH", 1, 1, 1000000);
+	ck->flush_every = (int)loom_env_long("ckpt", "LOOM_CKPT_FLUSH", 1, 1, 1000000);
 	if (!pat || !*pat)
 		return LOOM_SUCCESS;
 	if (pat[0] != '/') {
@@ -333,7 +334,7 @@ int ck_cache_save(loom_ckpt_t *ck, long long step)
 {
 	char tmp[4200] = "", tmpname[128];
 	int leader = ck_is_leader(ck), rc;
-	double t0 = ck_now_s(), t1;
+	double t0 = loom_now(), t1;
 	ck_op_t op;
 	if ((rc = ck_table_check(ck)))
 		return rc;
@@ -348,12 +349,12 @@ int ck_cache_save(loom_ckpt_t *ck, long long step)
 		goto out;
 	if (ck->partner && (rc = partner_copy(ck, &op, step)))
 		goto out;
-	t1 = ck_now_s();
+	t1 = loom_now();
 	ck->st.data_s = t1 - t0;
 	rc = ck_agree(ck, leader ? cache_commit(ck, &op, step, tmp) : LOOM_SUCCESS);
-	ck->st.commit_s = ck_now_s() - t1;
+	ck->st.commit_s = loom_now() - t1;
 out:
-	ck->st.total_s = ck_now_s() - t0;
+	ck->st.total_s = loom_now() - t0;
 	ck_op_stats(ck, &op);
 	ck->st.mode = LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS)
@@ -365,4 +366,19 @@ out:
 		LOOM_ERR("ckpt: step %lld: the save into the node caches failed: %s", step,
 			 loom_strerror(rc));
 	return rc;
+}
+
+int ck_save_cached(loom_ckpt_t *ck, long long step, int *shared)
+{
+	int rc = ck_cache_save(ck, step);
+	*shared = 0;
+	if (rc == LOOM_SUCCESS || ck_comm_error(rc))
+		return rc;
+	/* agreed: every rank is here. The step is not lost for a full or
+	 * broken cache: it goes where it would have been flushed */
+	if (ck->rank == 0)
+		LOOM_WARN("ckpt: step %lld: the node caches could not take it (%s); saving it to the "
+			  "shared directory %s instead", step, loom_strerror(rc), ck->dir);
+	*shared = 1;
+	return ck_save_now(ck, step);
 }

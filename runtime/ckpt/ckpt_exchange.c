@@ -83,16 +83,16 @@ int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_
 	if ((rc = loom_allgather(&lr, lrs, 1, LOOM_INT32, ck->comm)))
 		goto out;
 	memset(&in, 0, sizeof in);
-	in.want_aggr = ck_env_long("LOOM_CKPT_AGGREGATORS", 0, 0, 1000000);
-	window = (uint64_t)ck_env_long("LOOM_CKPT_BUFFER_MB", 32, 1, 1 << 20) << 20;
+	in.want_aggr = loom_env_long("ckpt", "LOOM_CKPT_AGGREGATORS", 0, 0, 1000000);
+	window = (uint64_t)loom_env_long("ckpt", "LOOM_CKPT_BUFFER_MB", 32, 1, 1 << 20) << 20;
 	if (getenv("LOOM_CKPT_BUFFER_BYTES")) /* for tests: tiny windows */
-		window = (uint64_t)ck_env_long("LOOM_CKPT_BUFFER_BYTES", 1 << 20, 1, 1L << 40);
+		window = (uint64_t)loom_env_long("ckpt", "LOOM_CKPT_BUFFER_BYTES", 1 << 20, 1, 1L << 40);
 	/* the largest block count, window and direct threshold: both ends of
 	 * every message must cut the same pieces, so one value for all ranks
 	 * even if their environments differ */
 	mine[0] = ckpt_plan_nblocks(ck->t, ck->nt);
 	mine[1] = (int64_t)window;
-	mine[2] = ck_env_long("LOOM_CKPT_DIRECT_BYTES", DIRECT_MIN_DEFAULT, 1, 1L << 40);
+	mine[2] = loom_env_long("ckpt", "LOOM_CKPT_DIRECT_BYTES", DIRECT_MIN_DEFAULT, 1, 1L << 40);
 	if ((rc = loom_allreduce(mine, most, 3, LOOM_INT64, LOOM_MAX, ck->comm)))
 		goto out;
 	in.ndesc = most[0];

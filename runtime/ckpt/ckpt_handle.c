@@ -1,6 +1,5 @@
 /* runtime/ckpt/ckpt_handle.c: the checkpoint handle: open/close, settings,
- * the registered tensors, the agreed stop, and the agreement helpers the
- * save and load steps use. */
+ * the registered tensors, the agreed stop. */
 #include "config.h"
 #include "util/util.h"
 #include "ckpt/ckpt_internal.h"
@@ -9,37 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-double ck_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int ck_agree(loom_ckpt_t *ck, int rc)
-{
-	int32_t v = rc, out = 0;
-	int c = loom_allreduce(&v, &out, 1, LOOM_INT32, LOOM_MIN, ck->comm);
-	return c != LOOM_SUCCESS ? c : out;
-}
-
-long ck_env_long(const char *name, long def, long lo, long hi)
-{
-	const char *e = getenv(name);
-	char *end;
-	long v;
-	if (!e || !*e)
-		return def;
-	v = strtol(e, &end, 10);
-	if (*end || v < lo || v > hi) {
-		LOOM_WARN("ckpt: %s=%s ignored (want %ld..%ld); using %ld", name, e, lo, hi, def);
-		return def;
-	}
-	return v;
-}
 
 int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 {
@@ -60,7 +29,7 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 	ck->comm = comm;
 	ck->rank = loom_comm_rank(comm);
 	ck->size = loom_comm_size(comm);
-	ck->keep = (int)ck_env_long("LOOM_CKPT_KEEP", 2, 1, 1000000);
+	ck->keep = (int)loom_env_long("ckpt", "LOOM_CKPT_KEEP", 2, 1, 1000000);
 	ck->mode = LOOM_CKPT_AUTO;
 	if ((e = getenv("LOOM_CKPT_MODE")) && *e) {
 		if (!strcmp(e, "independent"))
@@ -71,7 +40,7 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 			LOOM_WARN("ckpt: LOOM_CKPT_MODE=%s not understood (auto|two-phase|independent); "
 				  "using auto", e);
 	}
-	ck->async = (int)ck_env_long("LOOM_CKPT_ASYNC", 0, 0, 1);
+	ck->async = (int)loom_env_long("ckpt", "LOOM_CKPT_ASYNC", 0, 0, 1);
 	e = getenv("SLURM_JOB_ID");
 	snprintf(ck->job, sizeof ck->job, "%s", e && *e ? e : "nojob");
 	for (char *c = ck->job; *c; c++) /* it becomes part of file names */
@@ -272,27 +241,3 @@ int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop)
 	/* stopping: the save in flight is committed before the stop save */
 	return *stop ? ck_bg_settle(ck) : LOOM_SUCCESS;
 }
-
-int ck_table_check(loom_ckpt_t *ck)
-{
-	uint32_t h = 0;
-	int64_t v[2], r[2];
-	int rc;
-	for (int i = 0; i < ck->nt; i++) {
-		h = ckpt_crc32c(h, ck->t[i].name, strlen(ck->t[i].name) + 1);
-		h = ckpt_crc32c(h, &ck->t[i].dtype, sizeof ck->t[i].dtype);
-		h = ckpt_crc32c(h, ck->t[i].shape, sizeof(uint64_t) * (size_t)ck->t[i].ndim);
-	}
-	v[0] = (int64_t)h;
-	v[1] = -(int64_t)h;
-	if ((rc = loom_allreduce(v, r, 2, LOOM_INT64, LOOM_MAX, ck->comm)))
-		return rc;
-	if (r[0] != -r[1]) {
-		if (ck->rank == 0)
-			LOOM_ERR("ckpt: ranks registered different tensors (names, dtypes, shapes or "
-				 "order differ)");
-		return LOOM_ERR_MISMATCH;
-	}
-	return LOOM_SUCCESS;
-}
-

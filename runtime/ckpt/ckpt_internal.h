@@ -1,16 +1,21 @@
 /* runtime/ckpt/ckpt_internal.h: what the files of checkpoint/restart share
  * beyond what ckpt_nocomm.h declares: the handle, the state of one save
- * or load, and the collective steps.
+ * or load, and the collective steps. The files bottom-up: each calls
+ * only those above it in this list (and ckpt_nocomm.h's: format, layout,
+ * plan, dir, times).
  *   ckpt_signal.c    stop signals: handler, install/remove, names
- *   ckpt_handle.c    open/close/settings/tensor/should_stop, agreement
- *   ckpt_plan.c      the plan (pure; ckpt_nocomm.h)
- *   ckpt_exchange.c  gathering the plan, pieces to/from aggregators
+ *   ckpt_agree.c     agreement: worst status, same tensor table, comm failures
  *   ckpt_window.c    an aggregator's window: file I/O, chunk sums, writer
- *   ckpt_save.c      save and commit
- *   ckpt_async.c     the background save: staging copy, writer thread, wait
- *   ckpt_cache.c     the node-local tier: its path and checks, save with partner copies
+ *   ckpt_exchange.c  gathering the plan, pieces to/from aggregators
+ *   ckpt_save.c      the blocking save to the shared directory, and commit
+ *   ckpt_load.c      the load of one step from one source
+ *   ckpt_cache.c     the node-local tier: its path and checks, save with
+ *                    partner copies (the shared directory when it cannot)
  *   ckpt_cache_restore.c  census of the caches, choice of copies, restore
- *   ckpt_load.c      load, latest, restore, resume_step */
+ *   ckpt_async.c     the background save: staging copy, writer thread
+ *   ckpt_handle.c    open/close/settings/tensor/should_stop
+ *   ckpt_api.c       save/load/latest/restore/resume_step, async, wait:
+ *                    which tier, blocking or in the background */
 #ifndef LOOM_CKPT_INTERNAL_H
 #define LOOM_CKPT_INTERNAL_H
 
@@ -45,13 +50,13 @@ void ck_signals_remove(void);
 int ck_signal_seen(void);        /* the stop signal caught, 0: none */
 const char *ck_sig_name(int sig); /* "TERM", or the number */
 
-/* ---- ckpt_handle.c ---- */
-double ck_now_s(void);
+/* ---- ckpt_agree.c ---- */
 /* every rank gets the worst (most negative) status */
 int ck_agree(loom_ckpt_t *ck, int rc);
-long ck_env_long(const char *name, long def, long lo, long hi);
 /* all ranks registered the same tensors (names, dtypes, shapes, order) */
 int ck_table_check(loom_ckpt_t *ck);
+/* a failure of the communicator (stop trying older steps), not of a step */
+int ck_comm_error(int rc);
 
 /* streaming chunk sums over an aggregator's domain, fed in order */
 typedef struct {
@@ -94,10 +99,6 @@ struct ck_sweep {
 void ck_sweep_join(loom_ckpt_t *ck);
 /* the whole save on ck's communicator, blocking (also the writer thread's) */
 int ck_save_now(loom_ckpt_t *ck, long long step);
-/* the save into the node caches; when they cannot take it (an I/O
- * failure on a node: full, removed), the step goes to the shared
- * directory instead, said so, and *shared is set */
-int ck_save_cached(loom_ckpt_t *ck, long long step, int *shared);
 /* the steps of a save other tiers share: names, sizes and plan of the
  * files; the data on disk (fsynced) with every chunk's sum on every rank;
  * op's MANIFEST in dir (fsynced). All agreed but the last (rank 0's, or
@@ -124,6 +125,10 @@ int ck_cache_check(loom_ckpt_t *ck);
  * the next node's cache when ck->partner, each node's copy committed on
  * its own (MANIFEST, PIECES, rename). */
 int ck_cache_save(loom_ckpt_t *ck, long long step);
+/* the save into the node caches; when they cannot take it (an I/O
+ * failure on a node: full, removed), the step goes to the shared
+ * directory instead, said so, and *shared is set */
+int ck_save_cached(loom_ckpt_t *ck, long long step, int *shared);
 /* Collective: the newest step restorable from the caches of this job's
  * nodes that is newer than or as new as `newer_than` (-1: any): loaded
  * (0, *step set, said which copies), or LOOM_ERR_NOT_FOUND (said why when
@@ -148,8 +153,6 @@ typedef struct {
 	const ck_domains_t *given;
 } ck_src_t;
 int ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src);
-/* a failure of the communicator (stop trying older steps), not of a step */
-int ck_comm_error(int rc);
 
 /* ---- ckpt_async.c ---- */
 /* Collective. Copies the registered blocks into staging memory and starts

@@ -1,5 +1,6 @@
-/* runtime/ckpt/ckpt_save.c: loom_ckpt_save (blocking, or handed to the
- * background writer of ckpt_async.c): a temporary step directory of
+/* runtime/ckpt/ckpt_save.c: the blocking save to the shared directory
+ * (loom_ckpt_save's, or the background writer's of ckpt_async.c), and
+ * the steps the node cache's save shares: a temporary step directory of
  * full-size files, the data written two-phase or independently, then the
  * commit on rank 0 (manifest, rename, latest, prune, requeue request).
  * Every step ends in an agreement, so all ranks fail or succeed together. */
@@ -20,7 +21,7 @@
 /* names, sizes and plan of the files, in chunks of LOOM_CKPT_CHUNK */
 int ck_save_plan(loom_ckpt_t *ck, ck_op_t *op)
 {
-	uint64_t chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
+	uint64_t chunk = (uint64_t)loom_env_long("ckpt", "LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
 					       (long)CKPT_CHUNK_MIN, (long)CKPT_CHUNK_MAX);
 	int rc = ck_op_alloc(ck, op, ckpt_sum_default());
 	for (int i = 0; i < ck->nt && !rc; i++) {
@@ -44,7 +45,7 @@ static int save_mode(loom_ckpt_t *ck, ck_op_t *op)
 	int rc = LOOM_SUCCESS;
 	op->independent = ck->mode == LOOM_CKPT_INDEPENDENT;
 	if (ck->mode == LOOM_CKPT_AUTO) {
-		uint64_t min = (uint64_t)ck_env_long("LOOM_CKPT_AUTO_BYTES", CKPT_AUTO_BYTES, 1,
+		uint64_t min = (uint64_t)loom_env_long("ckpt", "LOOM_CKPT_AUTO_BYTES", CKPT_AUTO_BYTES, 1,
 						     1L << 40);
 		op->independent = ckpt_plan_mean_piece(&op->p) >= min;
 	}
@@ -336,7 +337,7 @@ int ck_save_now(loom_ckpt_t *ck, long long step)
 	char tmp[4096] = "", tmpname[128];
 	ck_op_t op;
 	int rc;
-	double t0 = ck_now_s(), t1;
+	double t0 = loom_now(), t1;
 	if ((rc = ck_table_check(ck)))
 		return rc;
 	if ((rc = ck_save_plan(ck, &op)) || (rc = save_mode(ck, &op)))
@@ -345,16 +346,16 @@ int ck_save_now(loom_ckpt_t *ck, long long step)
 	snprintf(tmp, sizeof tmp, "%s/%s", ck->dir, tmpname);
 	if ((rc = ck_save_files(ck, &op, ck->dir, tmpname, ck->rank == 0, 0)) || (rc = ck_save_data(ck, &op, step)))
 		goto out;
-	t1 = ck_now_s();
+	t1 = loom_now();
 	ck->st.data_s = t1 - t0;
 	rc = ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, tmp) : LOOM_SUCCESS);
 	if (rc == LOOM_SUCCESS && ck->stopped)
 		rc = stop_committed(ck, step);
-	ck->st.commit_s = ck_now_s() - t1;
+	ck->st.commit_s = loom_now() - t1;
 	if (rc == LOOM_SUCCESS && ck->rank == 0)
 		sweep_start(ck);
 out:
-	ck->st.total_s = ck_now_s() - t0;
+	ck->st.total_s = loom_now() - t0;
 	ck_op_stats(ck, &op);
 	ck->st.mode = op.independent ? LOOM_CKPT_INDEPENDENT : LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS && !ck->flush_only)
@@ -369,71 +370,5 @@ out:
 	if (rc && ck->rank == 0 && tmp[0])
 		ckpt_rmtree(ck->dir, tmpname); /* never a committed one: tmp is ours */
 	ck_op_free(ck, &op);
-	return rc;
-}
-
-int ck_save_cached(loom_ckpt_t *ck, long long step, int *shared)
-{
-	int rc = ck_cache_save(ck, step);
-	*shared = 0;
-	if (rc == LOOM_SUCCESS || ck_comm_error(rc))
-		return rc;
-	/* agreed: every rank is here. The step is not lost for a full or
-	 * broken cache: it goes where it would have been flushed */
-	if (ck->rank == 0)
-		LOOM_WARN("ckpt: step %lld: the node caches could not take it (%s); saving it to the "
-			  "shared directory %s instead", step, loom_strerror(rc), ck->dir);
-	*shared = 1;
-	return ck_save_now(ck, step);
-}
-
-/* With a node cache: the save goes to the cache (in the background
- * when async), and every flush_every-th one on to the shared directory
- * in the background (from the staging copy; blocking when it does not
- * fit). */
-static int save_cached(loom_ckpt_t *ck, long long step)
-{
-	int flush = ++ck->cached % ck->flush_every == 0, rc, shared;
-	if (ck->async) {
-		rc = ck_bg_start(ck, step, CK_BG_CACHE | (flush ? CK_BG_SHARED : 0));
-		if (rc <= 0)
-			return rc;
-	}
-	if ((rc = ck_save_cached(ck, step, &shared)) || !flush || shared)
-		return rc;
-	rc = ck_bg_start(ck, step, CK_BG_SHARED);
-	if (rc <= 0)
-		return rc;
-	ck->flush_only = 1;
-	rc = ck_save_now(ck, step);
-	ck->flush_only = 0;
-	return rc;
-}
-
-int loom_ckpt_save(loom_ckpt_t *ck, long long step)
-{
-	double t0 = ck_now_s();
-	int rc;
-	if (!ck || step < 0)
-		return LOOM_ERR_INVALID;
-	/* one save at a time; a failure of the one in flight is reported here */
-	if ((rc = ck_bg_settle(ck)))
-		return rc;
-	/* a stop save goes to the shared directory, blocking: a requeued job
-	 * may start on other nodes */
-	if (ck->cache && !ck->stopped) {
-		rc = save_cached(ck, step);
-		ck->st.blocked_s = ck_now_s() - t0;
-		return rc;
-	}
-	if (ck->async && !ck->stopped) {
-		rc = ck_bg_start(ck, step, CK_BG_SHARED);
-		if (rc <= 0) {
-			ck->st.blocked_s = ck_now_s() - t0;
-			return rc;
-		}
-	}
-	rc = ck_save_now(ck, step);
-	ck->st.blocked_s = ck_now_s() - t0;
 	return rc;
 }
