@@ -9,22 +9,22 @@
 
 #include <string.h>
 
-int ck_agree(loom_ckpt_t *ck, int rc)
+int loom_ck_ck_agree(loom_ckpt_t *ck, int rc)
 {
 	int32_t v = rc, out = 0;
 	int c = loom_allreduce(&v, &out, 1, LOOM_INT32, LOOM_MIN, ck->comm);
 	return c != LOOM_SUCCESS ? c : out;
 }
 
-int ck_table_check(loom_ckpt_t *ck)
+int loom_ck_ck_table_check(loom_ckpt_t *ck)
 {
 	uint32_t h = 0;
 	int64_t v[2], r[2];
 	int rc;
 	for (int i = 0; i < ck->nt; i++) {
-		h = ckpt_crc32c(h, ck->t[i].name, strlen(ck->t[i].name) + 1);
-		h = ckpt_crc32c(h, &ck->t[i].dtype, sizeof ck->t[i].dtype);
-		h = ckpt_crc32c(h, ck->t[i].shape, sizeof(uint64_t) * (size_t)ck->t[i].ndim);
+		h = loom_ck_crc32c(h, ck->t[i].name, strlen(ck->t[i].name) + 1);
+		h = loom_ck_crc32c(h, &ck->t[i].dtype, sizeof ck->t[i].dtype);
+		h = loom_ck_crc32c(h, ck->t[i].shape, sizeof(uint64_t) * (size_t)ck->t[i].ndim);
 	}
 	v[0] = (int64_t)h;
 	v[1] = -(int64_t)h;
@@ -39,7 +39,7 @@ int ck_table_check(loom_ckpt_t *ck)
 	return LOOM_SUCCESS;
 }
 
-int ck_comm_error(int rc)
+int loom_ck_ck_comm_error(int rc)
 {
 	return rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_TIMEOUT || rc == LOOM_ERR_ABORTED ||
 	       rc == LOOM_ERR_BOOTSTRAP || rc == LOOM_ERR_NOMEM;

@@ -17,17 +17,17 @@ static int save_cached(loom_ckpt_t *ck, long long step)
 {
 	int flush = ++ck->cached % ck->flush_every == 0, rc, shared;
 	if (ck->async) {
-		rc = ck_bg_start(ck, step, CK_BG_CACHE | (flush ? CK_BG_SHARED : 0));
+		rc = loom_ck_ck_bg_start(ck, step, CK_BG_CACHE | (flush ? CK_BG_SHARED : 0));
 		if (rc <= 0)
 			return rc;
 	}
-	if ((rc = ck_save_cached(ck, step, &shared)) || !flush || shared)
+	if ((rc = loom_ck_ck_save_cached(ck, step, &shared)) || !flush || shared)
 		return rc;
-	rc = ck_bg_start(ck, step, CK_BG_SHARED);
+	rc = loom_ck_ck_bg_start(ck, step, CK_BG_SHARED);
 	if (rc <= 0)
 		return rc;
 	ck->flush_only = 1;
-	rc = ck_save_now(ck, step);
+	rc = loom_ck_ck_save_now(ck, step);
 	ck->flush_only = 0;
 	return rc;
 }
@@ -39,7 +39,7 @@ int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 	if (!ck || step < 0)
 		return LOOM_ERR_INVALID;
 	/* one save at a time; a failure of the one in flight is reported here */
-	if ((rc = ck_bg_settle(ck)))
+	if ((rc = loom_ck_ck_bg_settle(ck)))
 		return rc;
 	/* a stop save goes to the shared directory, blocking: a requeued job
 	 * may start on other nodes */
@@ -49,13 +49,13 @@ int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 		return rc;
 	}
 	if (ck->async && !ck->stopped) {
-		rc = ck_bg_start(ck, step, CK_BG_SHARED);
+		rc = loom_ck_ck_bg_start(ck, step, CK_BG_SHARED);
 		if (rc <= 0) {
 			ck->st.blocked_s = loom_now() - t0;
 			return rc;
 		}
 	}
-	rc = ck_save_now(ck, step);
+	rc = loom_ck_ck_save_now(ck, step);
 	ck->st.blocked_s = loom_now() - t0;
 	return rc;
 }
@@ -66,7 +66,7 @@ static int load_shared(loom_ckpt_t *ck, long long step)
 	char sdir[4096];
 	ck_src_t src = { sdir, -1, NULL };
 	snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, step);
-	return ck_load_from(ck, step, &src);
+	return loom_ck_ck_load_from(ck, step, &src);
 }
 
 int loom_ckpt_load(loom_ckpt_t *ck, long long step)
@@ -75,11 +75,11 @@ int loom_ckpt_load(loom_ckpt_t *ck, long long step)
 	int rc;
 	if (!ck || step < 0)
 		return LOOM_ERR_INVALID;
-	if ((rc = ck_bg_settle(ck)))
+	if ((rc = loom_ck_ck_bg_settle(ck)))
 		return rc;
 	/* the node caches first, when they hold it */
 	if (ck->cache) {
-		rc = ck_cache_restore(ck, step, step, &got);
+		rc = loom_ck_ck_cache_restore(ck, step, step, &got);
 		if (rc != LOOM_ERR_NOT_FOUND)
 			return rc;
 	}
@@ -93,7 +93,7 @@ static int steps_everywhere(loom_ckpt_t *ck, long long **steps, int *n)
 	long long *v = NULL;
 	int c = 0, rc = LOOM_SUCCESS;
 	if (ck->rank == 0) {
-		rc = ckpt_list_steps(ck->dir, &v, &c);
+		rc = loom_ck_list_steps(ck->dir, &v, &c);
 		cnt = rc ? -1 : c;
 	}
 	if ((rc = loom_broadcast(&cnt, &cnt, 1, LOOM_INT64, 0, ck->comm)))
@@ -104,7 +104,7 @@ static int steps_everywhere(loom_ckpt_t *ck, long long **steps, int *n)
 	}
 	if (ck->rank != 0 && cnt > 0 && !(v = calloc((size_t)cnt, sizeof *v)))
 		rc = LOOM_ERR_NOMEM;
-	if ((rc = ck_agree(ck, rc)))
+	if ((rc = loom_ck_ck_agree(ck, rc)))
 		goto fail;
 	if (cnt > 0 && (rc = loom_broadcast(v, v, (size_t)cnt, LOOM_INT64, 0, ck->comm)))
 		goto fail;
@@ -125,21 +125,21 @@ int loom_ckpt_latest(loom_ckpt_t *ck, long long *step)
 	if (!ck || !step)
 		return LOOM_ERR_INVALID;
 	*step = -1;
-	if ((rc = ck_bg_settle(ck)))
+	if ((rc = loom_ck_ck_bg_settle(ck)))
 		return rc;
 	if (ck->rank == 0) {
 		long long *v = NULL;
 		int n = 0;
-		ckpt_list_steps(ck->dir, &v, &n);
+		loom_ck_list_steps(ck->dir, &v, &n);
 		for (int i = 0; i < n && s < 0; i++) {
 			char sdir[4096], why[512];
 			ckpt_manifest_t m;
 			snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, v[i]);
-			if (ckpt_manifest_load(sdir, &m, why, sizeof why) == LOOM_SUCCESS && m.step == v[i])
+			if (loom_ck_manifest_load(sdir, &m, why, sizeof why) == LOOM_SUCCESS && m.step == v[i])
 				s = v[i];
 			else
 				LOOM_WARN("ckpt: skipping step-%lld: %s", v[i], why);
-			ckpt_manifest_free(&m);
+			loom_ck_manifest_free(&m);
 		}
 		free(v);
 	}
@@ -147,7 +147,7 @@ int loom_ckpt_latest(loom_ckpt_t *ck, long long *step)
 		return rc;
 	if (ck->cache) { /* a newer step may be in the node caches only */
 		long long c = -1;
-		if ((rc = ck_cache_latest(ck, &c)))
+		if ((rc = loom_ck_ck_cache_latest(ck, &c)))
 			return rc;
 		if (c > s)
 			s = c;
@@ -163,12 +163,12 @@ int loom_ckpt_restore(loom_ckpt_t *ck, long long *step)
 	if (!ck || !step)
 		return LOOM_ERR_INVALID;
 	*step = -1;
-	if ((rc = ck_bg_settle(ck)) || (rc = steps_everywhere(ck, &v, &n)))
+	if ((rc = loom_ck_ck_bg_settle(ck)) || (rc = steps_everywhere(ck, &v, &n)))
 		return rc;
 	/* the node caches first, when they hold a step as new as the shared
 	 * directory's newest (they are faster to read) */
 	if (ck->cache) {
-		rc = ck_cache_restore(ck, n > 0 ? v[0] : -1, -1, step);
+		rc = loom_ck_ck_cache_restore(ck, n > 0 ? v[0] : -1, -1, step);
 		if (rc != LOOM_ERR_NOT_FOUND) {
 			free(v);
 			return rc;
@@ -187,7 +187,7 @@ int loom_ckpt_restore(loom_ckpt_t *ck, long long *step)
 					  ck->dir);
 			break;
 		}
-		if (ck_comm_error(rc))
+		if (loom_ck_ck_comm_error(rc))
 			break;
 		if (ck->rank == 0)
 			LOOM_WARN("ckpt: step-%lld in %s is unusable (%s)%s", v[i], ck->dir,
@@ -232,5 +232,5 @@ int loom_ckpt_wait(loom_ckpt_t *ck)
 {
 	if (!ck)
 		return LOOM_ERR_INVALID;
-	return ck_bg_settle(ck);
+	return loom_ck_ck_bg_settle(ck);
 }

@@ -33,7 +33,7 @@ static void crc_init(void)
 			crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xff];
 }
 
-uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n)
+uint32_t loom_ck_crc32c(uint32_t crc, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	pthread_once(&crc_once, crc_init);
@@ -52,11 +52,11 @@ uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n)
 	return ~crc;
 }
 
-int ckpt_sum_default(void)
+int loom_ck_sum_default(void)
 {
 	const char *e = getenv("LOOM_CKPT_CHECKSUM");
-	if (e && ckpt_sum_parse(e) && ckpt_sum_supported(ckpt_sum_parse(e)))
-		return ckpt_sum_parse(e);
+	if (e && loom_ck_sum_parse(e) && loom_ck_sum_supported(loom_ck_sum_parse(e)))
+		return loom_ck_sum_parse(e);
 #ifdef HAVE_XXHASH
 	return CKPT_SUM_XXH3;
 #else
@@ -64,12 +64,12 @@ int ckpt_sum_default(void)
 #endif
 }
 
-const char *ckpt_sum_name(int algo)
+const char *loom_ck_sum_name(int algo)
 {
 	return algo == CKPT_SUM_XXH3 ? "xxh3-64" : algo == CKPT_SUM_CRC32C ? "crc32c" : "?";
 }
 
-int ckpt_sum_parse(const char *name)
+int loom_ck_sum_parse(const char *name)
 {
 	if (!strcmp(name, "xxh3-64"))
 		return CKPT_SUM_XXH3;
@@ -78,7 +78,7 @@ int ckpt_sum_parse(const char *name)
 	return 0;
 }
 
-int ckpt_sum_supported(int algo)
+int loom_ck_sum_supported(int algo)
 {
 #ifdef HAVE_XXHASH
 	return algo == CKPT_SUM_XXH3 || algo == CKPT_SUM_CRC32C;
@@ -87,12 +87,12 @@ int ckpt_sum_supported(int algo)
 #endif
 }
 
-int ckpt_hash_init(ckpt_hash_t *h, int algo)
+int loom_ck_hash_init(ckpt_hash_t *h, int algo)
 {
 	h->algo = algo;
 	h->crc = 0;
 	h->xx = NULL;
-	if (!ckpt_sum_supported(algo))
+	if (!loom_ck_sum_supported(algo))
 		return LOOM_ERR_UNSUPPORTED;
 #ifdef HAVE_XXHASH
 	if (algo == CKPT_SUM_XXH3) {
@@ -105,7 +105,7 @@ int ckpt_hash_init(ckpt_hash_t *h, int algo)
 	return LOOM_SUCCESS;
 }
 
-void ckpt_hash_update(ckpt_hash_t *h, const void *p, size_t n)
+void loom_ck_hash_update(ckpt_hash_t *h, const void *p, size_t n)
 {
 #ifdef HAVE_XXHASH
 	if (h->algo == CKPT_SUM_XXH3) {
@@ -113,10 +113,10 @@ void ckpt_hash_update(ckpt_hash_t *h, const void *p, size_t n)
 		return;
 	}
 #endif
-	h->crc = ckpt_crc32c(h->crc, p, n);
+	h->crc = loom_ck_crc32c(h->crc, p, n);
 }
 
-uint64_t ckpt_hash_final(ckpt_hash_t *h)
+uint64_t loom_ck_hash_final(ckpt_hash_t *h)
 {
 	uint64_t v = h->crc;
 #ifdef HAVE_XXHASH
@@ -129,31 +129,31 @@ uint64_t ckpt_hash_final(ckpt_hash_t *h)
 	return v;
 }
 
-uint64_t ckpt_hash_buf(int algo, const void *p, size_t n)
+uint64_t loom_ck_hash_buf(int algo, const void *p, size_t n)
 {
 	ckpt_hash_t h;
-	if (ckpt_hash_init(&h, algo) != LOOM_SUCCESS)
+	if (loom_ck_hash_init(&h, algo) != LOOM_SUCCESS)
 		return 0;
-	ckpt_hash_update(&h, p, n);
-	return ckpt_hash_final(&h);
+	loom_ck_hash_update(&h, p, n);
+	return loom_ck_hash_final(&h);
 }
 
-uint64_t ckpt_file_sum(int algo, const uint64_t *chunk_sums, size_t n)
+uint64_t loom_ck_file_sum(int algo, const uint64_t *chunk_sums, size_t n)
 {
 	ckpt_hash_t h;
-	if (ckpt_hash_init(&h, algo) != LOOM_SUCCESS)
+	if (loom_ck_hash_init(&h, algo) != LOOM_SUCCESS)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char le[8];
 		for (int k = 0; k < 8; k++)
 			le[k] = (unsigned char)(chunk_sums[i] >> (8 * k));
-		ckpt_hash_update(&h, le, 8);
+		loom_ck_hash_update(&h, le, 8);
 	}
-	return ckpt_hash_final(&h);
+	return loom_ck_hash_final(&h);
 }
 
 /* ---- manifest ---- */
-int ckpt_name_ok(const char *name)
+int loom_ck_name_ok(const char *name)
 {
 	size_t n = name ? strlen(name) : 0;
 	if (n == 0 || n > CKPT_NAME_MAX)
@@ -164,7 +164,7 @@ int ckpt_name_ok(const char *name)
 	return 1;
 }
 
-int ckpt_shape_bytes(int ndim, const uint64_t *shape, uint64_t esize, uint64_t *bytes)
+int loom_ck_shape_bytes(int ndim, const uint64_t *shape, uint64_t esize, uint64_t *bytes)
 {
 	uint64_t b = esize;
 	if (ndim < 1 || ndim > CKPT_MAX_NDIM || esize == 0)
@@ -193,7 +193,7 @@ static char *manifest_body(const ckpt_manifest_t *m, size_t *len)
 	if (!f)
 		return NULL;
 	fprintf(f, "loom-checkpoint 1\nstep %lld\nchecksum %s\nchunk %" PRIu64 "\n", m->step,
-		ckpt_sum_name(m->algo), m->chunk);
+		loom_ck_sum_name(m->algo), m->chunk);
 	fprintf(f, "writer %s\ntensors %d\n", m->writer[0] ? m->writer : "-", m->ntensors);
 	for (int i = 0; i < m->ntensors; i++) {
 		const ckpt_mtensor_t *t = &m->t[i];
@@ -211,19 +211,19 @@ static char *manifest_body(const ckpt_manifest_t *m, size_t *len)
 	return buf;
 }
 
-int ckpt_manifest_write(FILE *f, const ckpt_manifest_t *m)
+int loom_ck_manifest_write(FILE *f, const ckpt_manifest_t *m)
 {
 	size_t len;
 	char *body = manifest_body(m, &len);
 	if (!body)
 		return LOOM_ERR_NOMEM;
 	int ok = fwrite(body, 1, len, f) == len &&
-		 fprintf(f, "manifest-sum %016" PRIx64 "\n", ckpt_hash_buf(m->algo, body, len)) > 0;
+		 fprintf(f, "manifest-sum %016" PRIx64 "\n", loom_ck_hash_buf(m->algo, body, len)) > 0;
 	free(body);
 	return ok ? LOOM_SUCCESS : LOOM_ERR_IO;
 }
 
-void ckpt_manifest_free(ckpt_manifest_t *m)
+void loom_ck_manifest_free(ckpt_manifest_t *m)
 {
 	free(m->t);
 	m->t = NULL;
@@ -232,7 +232,7 @@ void ckpt_manifest_free(ckpt_manifest_t *m)
 
 #define WHY(...) do { snprintf(why, whylen, __VA_ARGS__); goto bad; } while (0)
 
-int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *why,
+int loom_ck_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *why,
 			size_t whylen)
 {
 	char *buf = malloc(len + 1), *save = NULL, *line, *endp;
@@ -254,9 +254,9 @@ int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *
 			uint64_t got, want;
 			if (sscanf(line, "manifest-sum %" SCNx64, &want) != 1)
 				WHY("line %d: expected manifest-sum", lineno);
-			if (!ckpt_sum_supported(m->algo))
-				WHY("checksum %s not supported by this build", ckpt_sum_name(m->algo));
-			got = ckpt_hash_buf(m->algo, text, bodylen);
+			if (!loom_ck_sum_supported(m->algo))
+				WHY("checksum %s not supported by this build", loom_ck_sum_name(m->algo));
+			got = loom_ck_hash_buf(m->algo, text, bodylen);
 			if (got != want)
 				WHY("manifest checksum mismatch: expected %016" PRIx64 ", got %016" PRIx64,
 				    want, got);
@@ -268,7 +268,7 @@ int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *
 				WHY("not a loom checkpoint manifest (format line '%.40s')", line);
 		} else if (sscanf(line, "step %lld", &m->step) == 1) {
 		} else if (sscanf(line, "checksum %63s", w1) == 1) {
-			if (!(m->algo = ckpt_sum_parse(w1)))
+			if (!(m->algo = loom_ck_sum_parse(w1)))
 				WHY("unknown checksum '%s'", w1);
 		} else if (sscanf(line, "chunk %" SCNu64, &m->chunk) == 1) {
 			if (m->chunk < CKPT_CHUNK_MIN || m->chunk > CKPT_CHUNK_MAX)
@@ -294,7 +294,7 @@ int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *
 					 " file %39s sum %" SCNx64,
 				   w2, dt, shape, &t->bytes, file, &t->sum) != 6)
 				WHY("line %d: bad tensor line", lineno);
-			if (!ckpt_name_ok(w2))
+			if (!loom_ck_name_ok(w2))
 				WHY("line %d: bad tensor name", lineno);
 			strcpy(t->name, w2);
 			if ((t->dtype = dtype_parse(dt)) < 0)
@@ -312,7 +312,7 @@ int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *
 				t->ndim++;
 				s = *endp ? endp + 1 : endp;
 			}
-			if (!ckpt_shape_bytes(t->ndim, t->shape, loom_dtype_size((loom_dtype_t)t->dtype),
+			if (!loom_ck_shape_bytes(t->ndim, t->shape, loom_dtype_size((loom_dtype_t)t->dtype),
 					      &want))
 				WHY("line %d: tensor %s: the shape has no dimension or is too large "
 				    "(%" PRIu64 " bytes or more)", lineno, t->name, CKPT_BYTES_MAX);
@@ -338,11 +338,11 @@ int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *
 	return LOOM_SUCCESS;
 bad:
 	free(buf);
-	ckpt_manifest_free(m);
+	loom_ck_manifest_free(m);
 	return LOOM_ERR_CORRUPT;
 }
 
-int ckpt_read_small(const char *stepdir, const char *name, size_t max, char **text,
+int loom_ck_read_small(const char *stepdir, const char *name, size_t max, char **text,
 		    size_t *len, char *why, size_t whylen)
 {
 	struct stat st;
@@ -380,16 +380,16 @@ int ckpt_read_small(const char *stepdir, const char *name, size_t max, char **te
 	return LOOM_SUCCESS;
 }
 
-int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen)
+int loom_ck_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen)
 {
 	char *text;
 	size_t len;
 	int rc;
 	memset(m, 0, sizeof *m);
-	rc = ckpt_read_small(stepdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
+	rc = loom_ck_read_small(stepdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
 	if (rc != LOOM_SUCCESS)
 		return rc;
-	rc = ckpt_manifest_parse(text, len, m, why, whylen);
+	rc = loom_ck_manifest_parse(text, len, m, why, whylen);
 	free(text);
 	if (rc != LOOM_SUCCESS) {
 		char tmp[512];

@@ -24,7 +24,7 @@ static int manifest_from(loom_ckpt_t *ck, const ck_src_t *src, ckpt_manifest_t *
 	int rc = LOOM_SUCCESS, c;
 	memset(m, 0, sizeof *m);
 	if (ck->rank == src->mroot) {
-		rc = ckpt_read_small(src->sdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
+		rc = loom_ck_read_small(src->sdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
 		n = rc ? -1 : (int64_t)len;
 	}
 	if ((c = loom_broadcast(&n, &n, 1, LOOM_INT64, src->mroot, ck->comm)))
@@ -38,11 +38,11 @@ static int manifest_from(loom_ckpt_t *ck, const ck_src_t *src, ckpt_manifest_t *
 	}
 	if (ck->rank != src->mroot && !(text = malloc((size_t)n + 1)))
 		rc = LOOM_ERR_NOMEM;
-	if ((c = ck_agree(ck, rc)))
+	if ((c = loom_ck_ck_agree(ck, rc)))
 		goto out;
 	if (n > 0 && (c = loom_broadcast(text, text, (size_t)n, LOOM_INT8, src->mroot, ck->comm)))
 		goto out;
-	rc = ckpt_manifest_parse(text, (size_t)n, m, why, whylen);
+	rc = loom_ck_manifest_parse(text, (size_t)n, m, why, whylen);
 out:
 	free(text);
 	return c ? c : rc;
@@ -55,12 +55,12 @@ static int load_manifest(loom_ckpt_t *ck, ck_op_t *op, const ck_src_t *src, long
 			 ckpt_manifest_t *m, uint64_t **want)
 {
 	const char *sdir = src->sdir;
-	int alloc = ck_op_alloc(ck, op, 0), rc;
-	rc = src->mroot < 0 ? ckpt_manifest_load(sdir, m, op->why, sizeof op->why)
+	int alloc = loom_ck_ck_op_alloc(ck, op, 0), rc;
+	rc = src->mroot < 0 ? loom_ck_manifest_load(sdir, m, op->why, sizeof op->why)
 			    : manifest_from(ck, src, m, op->why, sizeof op->why);
-	if (rc == LOOM_SUCCESS && !ckpt_sum_supported(m->algo)) {
+	if (rc == LOOM_SUCCESS && !loom_ck_sum_supported(m->algo)) {
 		snprintf(op->why, sizeof op->why, "%.400s/MANIFEST: checksum %s not supported by this build",
-			 sdir, ckpt_sum_name(m->algo));
+			 sdir, loom_ck_sum_name(m->algo));
 		rc = LOOM_ERR_UNSUPPORTED;
 	}
 	if (rc == LOOM_SUCCESS && m->step != step) {
@@ -104,7 +104,7 @@ static void load_files(loom_ckpt_t *ck, ck_op_t *op, const char *sdir)
 	for (int i = 0; i < ck->nt && !op->io_rc; i++) {
 		char f[4200];
 		struct stat st;
-		if (!ckpt_plan_touches(&op->p, ck->rank, i, 0))
+		if (!loom_ck_plan_touches(&op->p, ck->rank, i, 0))
 			continue;
 		snprintf(f, sizeof f, "%s/%s", sdir, op->fnames[i]);
 		if ((op->fds[i] = open(f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
@@ -130,13 +130,13 @@ static int load_verify(loom_ckpt_t *ck, const ck_op_t *op, const char *sdir, con
 	const ckpt_plan_t *p = &op->p;
 	int rc = LOOM_SUCCESS;
 	for (int i = 0; i < ck->nt; i++) {
-		uint64_t got = ckpt_file_sum(op->sums.algo, op->sums.sums + p->cbase[i],
+		uint64_t got = loom_ck_file_sum(op->sums.algo, op->sums.sums + p->cbase[i],
 					     p->cbase[i + 1] - p->cbase[i]);
 		if (got != want[i]) {
 			if (ck->rank == 0)
 				LOOM_WARN("ckpt: %s/%s (tensor %s): %s checksum mismatch: expected %016" PRIx64
 					  ", got %016" PRIx64, sdir, op->fnames[i], ck->t[i].name,
-					  ckpt_sum_name(op->sums.algo), want[i], got);
+					  loom_ck_sum_name(op->sums.algo), want[i], got);
 			rc = LOOM_ERR_CORRUPT;
 		}
 	}
@@ -154,8 +154,8 @@ static int agree_manifest(loom_ckpt_t *ck, const ck_op_t *op, const ckpt_manifes
 	uint32_t h = 0;
 	int rc;
 	for (int i = 0; i < ck->nt; i++) {
-		h = ckpt_crc32c(h, &op->bytes[i], sizeof op->bytes[i]);
-		h = ckpt_crc32c(h, &want[i], sizeof want[i]);
+		h = loom_ck_crc32c(h, &op->bytes[i], sizeof op->bytes[i]);
+		h = loom_ck_crc32c(h, &want[i], sizeof want[i]);
 	}
 	v[0] = (int64_t)m->chunk;
 	v[1] = -(int64_t)m->chunk;
@@ -170,13 +170,13 @@ static int agree_manifest(loom_ckpt_t *ck, const ck_op_t *op, const ckpt_manifes
 	LOOM_ERR("ckpt: ranks read different manifests of step %lld in %s: chunk %lld..%lld "
 		 "bytes, checksum %s..%s, tensor sizes or sums %s (this rank: chunk %llu, %s); is "
 		 "it the same shared directory on every node?", step, ck->dir, (long long)-r[1],
-		 (long long)r[0], ckpt_sum_name((int)-r[3]), ckpt_sum_name((int)r[2]),
+		 (long long)r[0], loom_ck_sum_name((int)-r[3]), loom_ck_sum_name((int)r[2]),
 		 r[4] == -r[5] ? "agree" : "differ", (unsigned long long)m->chunk,
-		 ckpt_sum_name(m->algo));
+		 loom_ck_sum_name(m->algo));
 	return LOOM_ERR_MISMATCH;
 }
 
-int ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src)
+int loom_ck_ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src)
 {
 	const char *sdir = src->sdir;
 	uint64_t *want = NULL;
@@ -185,31 +185,31 @@ int ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src)
 	int rc;
 	double t0 = loom_now();
 	memset(&m, 0, sizeof m);
-	if ((rc = ck_table_check(ck)))
+	if ((rc = loom_ck_ck_table_check(ck)))
 		return rc;
 	rc = load_manifest(ck, &op, src, step, &m, &want);
 	if (rc && (ck->rank == 0 || ck->rank == src->mroot))
 		LOOM_WARN("ckpt: %s", op.why);
-	if ((rc = ck_agree(ck, rc)) || (rc = agree_manifest(ck, &op, &m, want, step)))
+	if ((rc = loom_ck_ck_agree(ck, rc)) || (rc = agree_manifest(ck, &op, &m, want, step)))
 		goto out;
 	op.sums.algo = m.algo;
-	if ((rc = ck_plan_make(ck, &op.p, op.bytes, m.chunk, src->given)))
+	if ((rc = loom_ck_ck_plan_make(ck, &op.p, op.bytes, m.chunk, src->given)))
 		goto out;
 	load_files(ck, &op, sdir);
-	if ((rc = ck_exchange(ck, &op, 0)))
+	if ((rc = loom_ck_ck_exchange(ck, &op, 0)))
 		goto out;
 	if (op.io_rc)
 		LOOM_WARN("ckpt: step %lld: %s", step, op.why);
-	if ((rc = ck_agree(ck, op.io_rc)) || (rc = ck_op_sum_chunks(ck, &op)))
+	if ((rc = loom_ck_ck_agree(ck, op.io_rc)) || (rc = loom_ck_ck_op_sum_chunks(ck, &op)))
 		goto out;
 	rc = load_verify(ck, &op, sdir, want);
 out:
 	ck->st.total_s = ck->st.data_s = loom_now() - t0;
 	ck->st.commit_s = 0;
-	ck_op_stats(ck, &op);
+	loom_ck_ck_op_stats(ck, &op);
 	ck->st.mode = LOOM_CKPT_TWO_PHASE;
 	free(want);
-	ckpt_manifest_free(&m);
-	ck_op_free(ck, &op);
+	loom_ck_manifest_free(&m);
+	loom_ck_ck_op_free(ck, &op);
 	return rc;
 }

@@ -48,7 +48,7 @@ static void read_records(const char *dir, char *out, size_t len)
 	snprintf(out, len, "%s", buf + hl + 1);
 }
 
-int ckpt_times_record(const char *dir, long long step, double seconds, unsigned long long bytes)
+int loom_ck_times_record(const char *dir, long long step, double seconds, unsigned long long bytes)
 {
 	char old[LOOM_SAVE_TIMES_MAX + 1], text[LOOM_SAVE_TIMES_MAX + 200];
 	const char *keep;
@@ -63,7 +63,7 @@ int ckpt_times_record(const char *dir, long long step, double seconds, unsigned 
 	snprintf(text, sizeof text, "%s\n%s%sstep=%lld seconds=%.3f bytes=%llu\n", LOOM_SAVE_TIMES_HEADER,
 		 keep, *keep && keep[strlen(keep) - 1] != '\n' ? "\n" : "", step,
 		 seconds < 0 ? 0.0 : seconds, bytes);
-	if (ckpt_write_small(dir, LOOM_SAVE_TIMES_FILE, text) != LOOM_SUCCESS) {
+	if (loom_ck_write_small(dir, LOOM_SAVE_TIMES_FILE, text) != LOOM_SUCCESS) {
 		LOOM_WARN("ckpt: cannot write %s/%s (%s): --loom-ckpt-signal=SIG@auto will not know "
 			  "this save's time", dir, LOOM_SAVE_TIMES_FILE, strerror(errno));
 		return LOOM_ERR_IO;
