@@ -9,14 +9,14 @@
 
 #include <string.h>
 
-int loom_ck_ck_agree(loom_ckpt_t *ck, int rc)
+int loom_ck_agree(loom_ckpt_t *ck, int rc)
 {
 	int32_t v = rc, out = 0;
 	int c = loom_allreduce(&v, &out, 1, LOOM_INT32, LOOM_MIN, ck->comm);
 	return c != LOOM_SUCCESS ? c : out;
 }
 
-int loom_ck_ck_table_check(loom_ckpt_t *ck)
+int loom_ck_table_check(loom_ckpt_t *ck)
 {
 	uint32_t h = 0;
 	int64_t v[2], r[2];
@@ -39,7 +39,7 @@ int loom_ck_ck_table_check(loom_ckpt_t *ck)
 	return LOOM_SUCCESS;
 }
 
-int loom_ck_ck_comm_error(int rc)
+int loom_ck_comm_error(int rc)
 {
 	return rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_TIMEOUT || rc == LOOM_ERR_ABORTED ||
 	       rc == LOOM_ERR_BOOTSTRAP || rc == LOOM_ERR_NOMEM;

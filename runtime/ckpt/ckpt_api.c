@@ -17,17 +17,17 @@ static int save_cached(loom_ckpt_t *ck, long long step)
 {
 	int flush = ++ck->cached % ck->flush_every == 0, rc, shared;
 	if (ck->async) {
-		rc = loom_ck_ck_bg_start(ck, step, CK_BG_CACHE | (flush ? CK_BG_SHARED : 0));
+		rc = loom_ck_bg_start(ck, step, CK_BG_CACHE | (flush ? CK_BG_SHARED : 0));
 		if (rc <= 0)
 			return rc;
 	}
-	if ((rc = loom_ck_ck_save_cached(ck, step, &shared)) || !flush || shared)
+	if ((rc = loom_ck_save_cached(ck, step, &shared)) || !flush || shared)
 		return rc;
-	rc = loom_ck_ck_bg_start(ck, step, CK_BG_SHARED);
+	rc = loom_ck_bg_start(ck, step, CK_BG_SHARED);
 	if (rc <= 0)
 		return rc;
 	ck->flush_only = 1;
-	rc = loom_ck_ck_save_now(ck, step);
+	rc = loom_ck_save_now(ck, step);
 	ck->flush_only = 0;
 	return rc;
 }
@@ -39,7 +39,7 @@ int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 	if (!ck || step < 0)
 		return LOOM_ERR_INVALID;
 	/* one save at a time; a failure of the one in flight is reported here */
-	if ((rc = loom_ck_ck_bg_settle(ck)))
+	if ((rc = loom_ck_bg_settle(ck)))
 		return rc;
 	/* a stop save goes to the shared directory, blocking: a requeued job
 	 * may start on other nodes */
@@ -49,13 +49,13 @@ int loom_ckpt_save(loom_ckpt_t *ck, long long step)
 		return rc;
 	}
 	if (ck->async && !ck->stopped) {
-		rc = loom_ck_ck_bg_start(ck, step, CK_BG_SHARED);
+		rc = loom_ck_bg_start(ck, step, CK_BG_SHARED);
 		if (rc <= 0) {
 			ck->st.blocked_s = loom_now() - t0;
 			return rc;
 		}
 	}
-	rc = loom_ck_ck_save_now(ck, step);
+	rc = loom_ck_save_now(ck, step);
 	ck->st.blocked_s = loom_now() - t0;
 	return rc;
 }
@@ -66,7 +66,7 @@ static int load_shared(loom_ckpt_t *ck, long long step)
 	char sdir[4096];
 	ck_src_t src = { sdir, -1, NULL };
 	snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, step);
-	return loom_ck_ck_load_from(ck, step, &src);
+	return loom_ck_load_from(ck, step, &src);
 }
 
 int loom_ckpt_load(loom_ckpt_t *ck, long long step)
@@ -75,11 +75,11 @@ int loom_ckpt_load(loom_ckpt_t *ck, long long step)
 	int rc;
 	if (!ck || step < 0)
 		return LOOM_ERR_INVALID;
-	if ((rc = loom_ck_ck_bg_settle(ck)))
+	if ((rc = loom_ck_bg_settle(ck)))
 		return rc;
 	/* the node caches first, when they hold it */
 	if (ck->cache) {
-		rc = loom_ck_ck_cache_restore(ck, step, step, &got);
+		rc = loom_ck_cache_restore(ck, step, step, &got);
 		if (rc != LOOM_ERR_NOT_FOUND)
 			return rc;
 	}
@@ -104,7 +104,7 @@ static int steps_everywhere(loom_ckpt_t *ck, long long **steps, int *n)
 	}
 	if (ck->rank != 0 && cnt > 0 && !(v = calloc((size_t)cnt, sizeof *v)))
 		rc = LOOM_ERR_NOMEM;
-	if ((rc = loom_ck_ck_agree(ck, rc)))
+	if ((rc = loom_ck_agree(ck, rc)))
 		goto fail;
 	if (cnt > 0 && (rc = loom_broadcast(v, v, (size_t)cnt, LOOM_INT64, 0, ck->comm)))
 		goto fail;
@@ -125,7 +125,7 @@ int loom_ckpt_latest(loom_ckpt_t *ck, long long *step)
 	if (!ck || !step)
 		return LOOM_ERR_INVALID;
 	*step = -1;
-	if ((rc = loom_ck_ck_bg_settle(ck)))
+	if ((rc = loom_ck_bg_settle(ck)))
 		return rc;
 	if (ck->rank == 0) {
 		long long *v = NULL;
@@ -147,7 +147,7 @@ int loom_ckpt_latest(loom_ckpt_t *ck, long long *step)
 		return rc;
 	if (ck->cache) { /* a newer step may be in the node caches only */
 		long long c = -1;
-		if ((rc = loom_ck_ck_cache_latest(ck, &c)))
+		if ((rc = loom_ck_cache_latest(ck, &c)))
 			return rc;
 		if (c > s)
 			s = c;
@@ -163,12 +163,12 @@ int loom_ckpt_restore(loom_ckpt_t *ck, long long *step)
 	if (!ck || !step)
 		return LOOM_ERR_INVALID;
 	*step = -1;
-	if ((rc = loom_ck_ck_bg_settle(ck)) || (rc = steps_everywhere(ck, &v, &n)))
+	if ((rc = loom_ck_bg_settle(ck)) || (rc = steps_everywhere(ck, &v, &n)))
 		return rc;
 	/* the node caches first, when they hold a step as new as the shared
 	 * directory's newest (they are faster to read) */
 	if (ck->cache) {
-		rc = loom_ck_ck_cache_restore(ck, n > 0 ? v[0] : -1, -1, step);
+		rc = loom_ck_cache_restore(ck, n > 0 ? v[0] : -1, -1, step);
 		if (rc != LOOM_ERR_NOT_FOUND) {
 			free(v);
 			return rc;
@@ -187,7 +187,7 @@ int loom_ckpt_restore(loom_ckpt_t *ck, long long *step)
 					  ck->dir);
 			break;
 		}
-		if (loom_ck_ck_comm_error(rc))
+		if (loom_ck_comm_error(rc))
 			break;
 		if (ck->rank == 0)
 			LOOM_WARN("ckpt: step-%lld in %s is unusable (%s)%s", v[i], ck->dir,
@@ -232,5 +232,5 @@ int loom_ckpt_wait(loom_ckpt_t *ck)
 {
 	if (!ck)
 		return LOOM_ERR_INVALID;
-	return loom_ck_ck_bg_settle(ck);
+	return loom_ck_bg_settle(ck);
 }

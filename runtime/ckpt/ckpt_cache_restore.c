@@ -93,7 +93,7 @@ static int parse_pieces(const char *text, long long step, uint32_t mhash, int64_
 		e[E_TOTAL] = (int64_t)total;
 		e[E_KIND] = kind;
 		e[E_IDX] = *n;
-		loom_ck_ck_path_safe(name);
+		loom_ck_path_safe(name);
 		snprintf(c->origin[*n], 64, "%s", name);
 		(*n)++;
 	}
@@ -133,7 +133,7 @@ static int census_gather(loom_ckpt_t *ck, census_t *c)
 	int64_t *mine = NULL, most = 0, cnt;
 	int n = 0, rc;
 	memset(c, 0, sizeof *c);
-	if (loom_ck_ck_is_leader(ck))
+	if (loom_ck_is_leader(ck))
 		census_local(ck, c, &mine, &n);
 	c->norigin = n;
 	cnt = n;
@@ -145,7 +145,7 @@ static int census_gather(loom_ckpt_t *ck, census_t *c)
 		goto out;
 	int64_t *pad = malloc(sizeof *pad * EW * (size_t)most);
 	c->e = malloc(sizeof *c->e * EW * (size_t)most * (size_t)ck->size);
-	if ((rc = loom_ck_ck_agree(ck, pad && c->e ? LOOM_SUCCESS : LOOM_ERR_NOMEM))) {
+	if ((rc = loom_ck_agree(ck, pad && c->e ? LOOM_SUCCESS : LOOM_ERR_NOMEM))) {
 		free(pad);
 		goto out;
 	}
@@ -263,7 +263,7 @@ static int choose(const loom_ckpt_t *ck, const census_t *c, long long s, piece_t
 				has |= c->e[((size_t)l * (size_t)c->per + (size_t)i) * EW + E_STEP] == s;
 			if (!has)
 				at += (size_t)snprintf(miss + at, sizeof miss - at, "%s%s", at ? ", " : "",
-						       loom_ck_ck_node_name(ck, l));
+						       loom_ck_node_name(ck, l));
 		}
 		snprintf(why, whylen, "bytes %" PRId64 "..%" PRId64 " of %" PRId64 " have no copy in any "
 			 "node's cache (%s%s, and no partner copy covers them)", gap_lo, gap_hi, total,
@@ -304,7 +304,7 @@ static int pieces_to_domains(const loom_ckpt_t *ck, const piece_t *v, int np, ck
 				break;
 		if (r == ck->size) {
 			snprintf(why, whylen, "node %s holds more cached pieces (%d) than it has ranks",
-				 loom_ck_ck_node_name(ck, v[i].holder), used[pos]);
+				 loom_ck_node_name(ck, v[i].holder), used[pos]);
 			free(used);
 			return 1;
 		}
@@ -353,7 +353,7 @@ static int census(loom_ckpt_t *ck, census_t *c, long long **steps, int *ns)
 	if (c->per > 0 && (*ns = census_steps(c, steps)) < 0)
 		*ns = 0;
 	/* every rank walks the same list, or none does */
-	if ((rc = loom_ck_ck_agree(ck, *ns < 0 || (c->per > 0 && !*steps) ? LOOM_ERR_NOMEM : LOOM_SUCCESS))) {
+	if ((rc = loom_ck_agree(ck, *ns < 0 || (c->per > 0 && !*steps) ? LOOM_ERR_NOMEM : LOOM_SUCCESS))) {
 		free(*steps);
 		*steps = NULL;
 		census_free(c);
@@ -369,10 +369,10 @@ static void say_partner_reads(const loom_ckpt_t *ck, const census_t *c, const pi
 		if (v[i].holder == ck->rank && v[i].kind == KIND_PARTNER && v[i].idx < c->norigin)
 			LOOM_WARN("ckpt: step-%lld: bytes %" PRId64 "..%" PRId64 " of %s come from its "
 				  "partner copy in %s on %s (its own copy is missing)", s, v[i].lo,
-				  v[i].hi, c->origin[v[i].idx], ck->cache, loom_ck_ck_node_name(ck, ck->rank));
+				  v[i].hi, c->origin[v[i].idx], ck->cache, loom_ck_node_name(ck, ck->rank));
 }
 
-int loom_ck_ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long long *step)
+int loom_ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long long *step)
 {
 	census_t c;
 	long long *steps;
@@ -402,7 +402,7 @@ int loom_ck_ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long wa
 		say_partner_reads(ck, &c, v, np, s);
 		snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->cache, s);
 		ck_src_t src = { sdir, v[0].holder, &d };
-		rc = loom_ck_ck_load_from(ck, s, &src);
+		rc = loom_ck_load_from(ck, s, &src);
 		free(v);
 		domains_free(&d);
 		if (rc == LOOM_SUCCESS) {
@@ -414,7 +414,7 @@ int loom_ck_ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long wa
 				LOOM_INFO("ckpt: restored step-%lld from the node caches (%d pieces)", s, np);
 			break;
 		}
-		if (loom_ck_ck_comm_error(rc))
+		if (loom_ck_comm_error(rc))
 			break;
 		if (ck->rank == 0)
 			LOOM_WARN("ckpt: step-%lld in the node caches is unusable (%s)", s,
@@ -430,7 +430,7 @@ int loom_ck_ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long wa
 	return rc;
 }
 
-int loom_ck_ck_cache_latest(loom_ckpt_t *ck, long long *step)
+int loom_ck_cache_latest(loom_ckpt_t *ck, long long *step)
 {
 	census_t c;
 	long long *steps;

@@ -14,21 +14,21 @@
 /* ------------------------------------------------------------------ */
 /* one operation                                                       */
 
-int loom_ck_ck_op_alloc(loom_ckpt_t *ck, ck_op_t *op, int algo)
+int loom_ck_op_alloc(loom_ckpt_t *ck, ck_op_t *op, int algo)
 {
 	memset(op, 0, sizeof *op);
 	op->sums.algo = algo;
 	op->bytes = calloc((size_t)ck->nt + 1, sizeof *op->bytes);
 	op->fnames = calloc((size_t)ck->nt + 1, sizeof *op->fnames);
 	op->fds = malloc(sizeof *op->fds * ((size_t)ck->nt + 1));
-	/* all of them, also on failure: loom_ck_ck_op_free must not close a
+	/* all of them, also on failure: loom_ck_op_free must not close a
 	 * descriptor the program owns */
 	for (int i = 0; op->fds && i < ck->nt; i++)
 		op->fds[i] = -1;
 	return op->bytes && op->fnames && op->fds ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
 }
 
-void loom_ck_ck_op_free(loom_ckpt_t *ck, ck_op_t *op)
+void loom_ck_op_free(loom_ckpt_t *ck, ck_op_t *op)
 {
 	for (int i = 0; op->fds && i < ck->nt; i++)
 		if (op->fds[i] >= 0)
@@ -43,7 +43,7 @@ void loom_ck_ck_op_free(loom_ckpt_t *ck, ck_op_t *op)
 	loom_ck_plan_free(&op->p);
 }
 
-int loom_ck_ck_op_sum_chunks(loom_ckpt_t *ck, ck_op_t *op)
+int loom_ck_op_sum_chunks(loom_ckpt_t *ck, ck_op_t *op)
 {
 	size_t n = (size_t)op->p.cbase[ck->nt];
 	if (n == 0)
@@ -52,7 +52,7 @@ int loom_ck_ck_op_sum_chunks(loom_ckpt_t *ck, ck_op_t *op)
 	return loom_allreduce(op->sums.sums, op->sums.sums, n, LOOM_INT64, LOOM_SUM, ck->comm);
 }
 
-void loom_ck_ck_op_stats(loom_ckpt_t *ck, const ck_op_t *op)
+void loom_ck_op_stats(loom_ckpt_t *ck, const ck_op_t *op)
 {
 	ck->st.bytes = 0;
 	for (int i = 0; op->bytes && i < ck->nt; i++)
@@ -67,7 +67,7 @@ void loom_ck_ck_op_stats(loom_ckpt_t *ck, const ck_op_t *op)
 /* LOOM_CKPT_DIRECT_BYTES: see loom_ck_plan_direct */
 #define DIRECT_MIN_DEFAULT (32L << 10)
 
-int loom_ck_ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_t chunk,
+int loom_ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_t chunk,
 		 const ck_domains_t *given)
 {
 	ckpt_plan_in_t in;
@@ -76,7 +76,7 @@ int loom_ck_ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes,
 	uint64_t window;
 	int rc;
 	memset(p, 0, sizeof *p);
-	if ((rc = loom_ck_ck_agree(ck, lrs ? LOOM_SUCCESS : LOOM_ERR_NOMEM)))
+	if ((rc = loom_ck_agree(ck, lrs ? LOOM_SUCCESS : LOOM_ERR_NOMEM)))
 		goto out;
 	/* aggregators are picked node by node, by local rank */
 	lr = loom_comm_local_rank(ck->comm);
@@ -99,7 +99,7 @@ int loom_ck_ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes,
 	if (in.ndesc > 0) { /* everyone's blocks */
 		desc = malloc(sizeof *desc * (size_t)in.ndesc * CKPT_DESC_W);
 		all = malloc(sizeof *all * (size_t)in.ndesc * CKPT_DESC_W * (size_t)ck->size);
-		if ((rc = loom_ck_ck_agree(ck, desc && all ? LOOM_SUCCESS : LOOM_ERR_NOMEM)))
+		if ((rc = loom_ck_agree(ck, desc && all ? LOOM_SUCCESS : LOOM_ERR_NOMEM)))
 			goto out;
 		loom_ck_plan_pack(ck->t, ck->nt, desc, in.ndesc);
 		if ((rc = loom_allgather(desc, all, (size_t)in.ndesc * CKPT_DESC_W, LOOM_INT64,
@@ -123,7 +123,7 @@ int loom_ck_ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes,
 	}
 	/* after the last collective of the plan: a rank that failed here
 	 * (out of memory) must not leave the others in the exchange */
-	rc = loom_ck_ck_agree(ck, loom_ck_plan_build(p, &in));
+	rc = loom_ck_agree(ck, loom_ck_plan_build(p, &in));
 out:
 	free(desc);
 	free(all);
@@ -148,9 +148,9 @@ static void pack_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
 {
 	packst_t *s = arg;
 	if (s->to_window)
-		memcpy(s->dst + s->pos, loom_ck_ck_run_ptr(s->ck, r, v), len);
+		memcpy(s->dst + s->pos, loom_ck_run_ptr(s->ck, r, v), len);
 	else
-		memcpy(loom_ck_ck_run_ptr(s->ck, r, v), s->dst + s->pos, len);
+		memcpy(loom_ck_run_ptr(s->ck, r, v), s->dst + s->pos, len);
 	s->pos += len;
 }
 
@@ -171,9 +171,9 @@ static void self_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
 {
 	packst_t *s = arg;
 	if (s->to_window)
-		memcpy(s->win + (v - s->lo), loom_ck_ck_run_ptr(s->ck, r, v), len);
+		memcpy(s->win + (v - s->lo), loom_ck_run_ptr(s->ck, r, v), len);
 	else
-		memcpy(loom_ck_ck_run_ptr(s->ck, r, v), s->win + (v - s->lo), len);
+		memcpy(loom_ck_run_ptr(s->ck, r, v), s->win + (v - s->lo), len);
 }
 
 /* the requests of one round */
@@ -216,7 +216,7 @@ static void direct_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
 	if (d->rc)
 		return;
 	d->rc = reqv_post(d->reqs, d->ck->comm, d->send,
-			  d->window_side ? d->win + (v - d->lo) : loom_ck_ck_run_ptr(d->ck, r, v), len, d->peer);
+			  d->window_side ? d->win + (v - d->lo) : loom_ck_run_ptr(d->ck, r, v), len, d->peer);
 }
 
 static int grow(char **buf, uint64_t *cap, uint64_t need)
@@ -271,7 +271,7 @@ static int exch_alloc(exch_t *x, loom_ckpt_t *ck, ck_op_t *op, int writing)
 
 static void exch_free(exch_t *x)
 {
-	loom_ck_ck_writer_join(&x->writer, x->op);
+	loom_ck_writer_join(&x->writer, x->op);
 	free(x->cover.iv);
 	free(x->win);
 	free(x->win2);
@@ -302,9 +302,9 @@ static int own_window(exch_t *x, int k)
 	if (x->writing) {
 		loom_ck_plan_zero_holes(x->p, &x->cover, x->win, x->mlo, x->mhi);
 	} else if (x->mhi > x->mlo && !op->io_rc) {
-		op->io_rc = loom_ck_ck_window_io(op, x->win, x->mlo, x->mhi, 0, op->why, sizeof op->why);
+		op->io_rc = loom_ck_window_io(op, x->win, x->mlo, x->mhi, 0, op->why, sizeof op->why);
 		if (!op->io_rc)
-			loom_ck_ck_sums_feed(x->p, &op->sums, x->win, x->mlo, x->mhi - x->mlo);
+			loom_ck_sums_feed(x->p, &op->sums, x->win, x->mlo, x->mhi - x->mlo);
 	}
 	return LOOM_SUCCESS;
 }
@@ -403,7 +403,7 @@ static void window_to_writer(exch_t *x)
 	for (int r = 0; r < x->ck->size; r++)
 		if (r != x->ck->rank && x->rlen[r])
 			copy_packed(x, r, x->mlo, x->mhi, x->rbuf[r], 1, 0);
-	if (loom_ck_ck_writer_start(&x->writer, x->op, x->win, x->mlo, x->mhi)) {
+	if (loom_ck_writer_start(&x->writer, x->op, x->win, x->mlo, x->mhi)) {
 		char *t = x->win;
 		uint64_t c = x->wincap;
 		x->win = x->win2;
@@ -413,7 +413,7 @@ static void window_to_writer(exch_t *x)
 	}
 }
 
-int loom_ck_ck_exchange(loom_ckpt_t *ck, ck_op_t *op, int writing)
+int loom_ck_exchange(loom_ckpt_t *ck, ck_op_t *op, int writing)
 {
 	exch_t x;
 	int rc = exch_alloc(&x, ck, op, writing);

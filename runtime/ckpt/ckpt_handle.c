@@ -62,12 +62,12 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 		rc = LOOM_ERR_IO;
 	} else if (!(ck->dir = strdup(dir))) {
 		rc = LOOM_ERR_NOMEM;
-	} else if ((rc = loom_ck_ck_bg_new(ck)) == LOOM_SUCCESS) {
-		rc = loom_ck_ck_cache_open(ck);
+	} else if ((rc = loom_ck_bg_new(ck)) == LOOM_SUCCESS) {
+		rc = loom_ck_cache_open(ck);
 	}
-	rc = loom_ck_ck_agree(ck, rc);
+	rc = loom_ck_agree(ck, rc);
 	if (rc == LOOM_SUCCESS)
-		rc = loom_ck_ck_cache_check(ck);
+		rc = loom_ck_cache_check(ck);
 	if (rc != LOOM_SUCCESS) {
 		free(ck->bg);
 		free(ck->cache);
@@ -84,7 +84,7 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 		snprintf(p, sizeof p, "%s/%s", ck->dir, LOOM_REQUEUE_FILE);
 		unlink(p);
 	}
-	loom_ck_ck_signals_install();
+	loom_ck_signals_install();
 	*out = ck;
 	return LOOM_SUCCESS;
 }
@@ -124,10 +124,10 @@ int loom_ckpt_close(loom_ckpt_t *ck)
 	int rc;
 	if (!ck)
 		return LOOM_ERR_INVALID;
-	rc = loom_ck_ck_bg_free(ck); /* the save in flight ends first */
-	loom_ck_ck_sweep_join(ck);
+	rc = loom_ck_bg_free(ck); /* the save in flight ends first */
+	loom_ck_sweep_join(ck);
 	free(ck->sweep);
-	loom_ck_ck_signals_remove();
+	loom_ck_signals_remove();
 	for (int i = 0; i < ck->nt; i++)
 		free(ck->t[i].b);
 	free(ck->t);
@@ -220,7 +220,7 @@ int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop)
 	int rc;
 	if (!ck || !stop)
 		return LOOM_ERR_INVALID;
-	v[0] = ck->stopped ? ck->stopped : loom_ck_ck_signal_seen();
+	v[0] = ck->stopped ? ck->stopped : loom_ck_signal_seen();
 	v[1] = step;
 	v[2] = -(int64_t)step;
 	rc = loom_allreduce(v, r, 3, LOOM_INT64, LOOM_MAX, ck->comm);
@@ -235,9 +235,9 @@ int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop)
 		ck->stopped = (int)r[0];
 		if (ck->rank == 0)
 			LOOM_INFO("ckpt: stop agreed at step %lld (SIG%s)", step,
-				  loom_ck_ck_sig_name((int)r[0]));
+				  loom_ck_sig_name((int)r[0]));
 	}
 	*stop = r[0] ? 1 : 0;
 	/* stopping: the save in flight is committed before the stop save */
-	return *stop ? loom_ck_ck_bg_settle(ck) : LOOM_SUCCESS;
+	return *stop ? loom_ck_bg_settle(ck) : LOOM_SUCCESS;
 }

@@ -38,7 +38,7 @@ static int manifest_from(loom_ckpt_t *ck, const ck_src_t *src, ckpt_manifest_t *
 	}
 	if (ck->rank != src->mroot && !(text = malloc((size_t)n + 1)))
 		rc = LOOM_ERR_NOMEM;
-	if ((c = loom_ck_ck_agree(ck, rc)))
+	if ((c = loom_ck_agree(ck, rc)))
 		goto out;
 	if (n > 0 && (c = loom_broadcast(text, text, (size_t)n, LOOM_INT8, src->mroot, ck->comm)))
 		goto out;
@@ -55,7 +55,7 @@ static int load_manifest(loom_ckpt_t *ck, ck_op_t *op, const ck_src_t *src, long
 			 ckpt_manifest_t *m, uint64_t **want)
 {
 	const char *sdir = src->sdir;
-	int alloc = loom_ck_ck_op_alloc(ck, op, 0), rc;
+	int alloc = loom_ck_op_alloc(ck, op, 0), rc;
 	rc = src->mroot < 0 ? loom_ck_manifest_load(sdir, m, op->why, sizeof op->why)
 			    : manifest_from(ck, src, m, op->why, sizeof op->why);
 	if (rc == LOOM_SUCCESS && !loom_ck_sum_supported(m->algo)) {
@@ -176,7 +176,7 @@ static int agree_manifest(loom_ckpt_t *ck, const ck_op_t *op, const ckpt_manifes
 	return LOOM_ERR_MISMATCH;
 }
 
-int loom_ck_ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src)
+int loom_ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src)
 {
 	const char *sdir = src->sdir;
 	uint64_t *want = NULL;
@@ -185,31 +185,31 @@ int loom_ck_ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src)
 	int rc;
 	double t0 = loom_now();
 	memset(&m, 0, sizeof m);
-	if ((rc = loom_ck_ck_table_check(ck)))
+	if ((rc = loom_ck_table_check(ck)))
 		return rc;
 	rc = load_manifest(ck, &op, src, step, &m, &want);
 	if (rc && (ck->rank == 0 || ck->rank == src->mroot))
 		LOOM_WARN("ckpt: %s", op.why);
-	if ((rc = loom_ck_ck_agree(ck, rc)) || (rc = agree_manifest(ck, &op, &m, want, step)))
+	if ((rc = loom_ck_agree(ck, rc)) || (rc = agree_manifest(ck, &op, &m, want, step)))
 		goto out;
 	op.sums.algo = m.algo;
-	if ((rc = loom_ck_ck_plan_make(ck, &op.p, op.bytes, m.chunk, src->given)))
+	if ((rc = loom_ck_plan_make(ck, &op.p, op.bytes, m.chunk, src->given)))
 		goto out;
 	load_files(ck, &op, sdir);
-	if ((rc = loom_ck_ck_exchange(ck, &op, 0)))
+	if ((rc = loom_ck_exchange(ck, &op, 0)))
 		goto out;
 	if (op.io_rc)
 		LOOM_WARN("ckpt: step %lld: %s", step, op.why);
-	if ((rc = loom_ck_ck_agree(ck, op.io_rc)) || (rc = loom_ck_ck_op_sum_chunks(ck, &op)))
+	if ((rc = loom_ck_agree(ck, op.io_rc)) || (rc = loom_ck_op_sum_chunks(ck, &op)))
 		goto out;
 	rc = load_verify(ck, &op, sdir, want);
 out:
 	ck->st.total_s = ck->st.data_s = loom_now() - t0;
 	ck->st.commit_s = 0;
-	loom_ck_ck_op_stats(ck, &op);
+	loom_ck_op_stats(ck, &op);
 	ck->st.mode = LOOM_CKPT_TWO_PHASE;
 	free(want);
 	loom_ck_manifest_free(&m);
-	loom_ck_ck_op_free(ck, &op);
+	loom_ck_op_free(ck, &op);
 	return rc;
 }

@@ -103,7 +103,7 @@ typedef struct {
  * i's file at base[i]). Every rank's blocks become runs in it; aggregator
  * j owns the domain dom[j] .. dom[j+1] and moves it one window of
  * `window` bytes per round. A function of its inputs only: the collective
- * gathering of them is loom_ck_ck_plan_make (ckpt_exchange.c). */
+ * gathering of them is loom_ck_plan_make (ckpt_exchange.c). */
 typedef struct {
 	uint64_t v, len;  /* virtual offset, length */
 	uint64_t loff;    /* offset in the block's buffer */

@@ -19,22 +19,22 @@
 #include <unistd.h>
 
 /* names, sizes and plan of the files, in chunks of LOOM_CKPT_CHUNK */
-int loom_ck_ck_save_plan(loom_ckpt_t *ck, ck_op_t *op)
+int loom_ck_save_plan(loom_ckpt_t *ck, ck_op_t *op)
 {
 	uint64_t chunk = (uint64_t)loom_env_long("ckpt", "LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
 					       (long)CKPT_CHUNK_MIN, (long)CKPT_CHUNK_MAX);
-	int rc = loom_ck_ck_op_alloc(ck, op, loom_ck_sum_default());
+	int rc = loom_ck_op_alloc(ck, op, loom_ck_sum_default());
 	for (int i = 0; i < ck->nt && !rc; i++) {
 		if (!(op->fnames[i] = malloc(24)))
 			rc = LOOM_ERR_NOMEM;
 		else
 			snprintf(op->fnames[i], 24, "t%d.bin", i);
 	}
-	if ((rc = loom_ck_ck_agree(ck, rc)))
+	if ((rc = loom_ck_agree(ck, rc)))
 		return rc;
 	for (int i = 0; i < ck->nt; i++)
 		op->bytes[i] = ck->t[i].bytes;
-	return loom_ck_ck_plan_make(ck, &op->p, op->bytes, chunk, NULL);
+	return loom_ck_plan_make(ck, &op->p, op->bytes, chunk, NULL);
 }
 
 /* how this save writes: auto takes independent writes when the pieces
@@ -55,10 +55,10 @@ static int save_mode(loom_ckpt_t *ck, ck_op_t *op)
 		else
 			rc = LOOM_ERR_NOMEM;
 	}
-	return loom_ck_ck_agree(ck, rc);
+	return loom_ck_agree(ck, rc);
 }
 
-void loom_ck_ck_tmp_name(const loom_ckpt_t *ck, long long step, char *out, size_t len)
+void loom_ck_tmp_name(const loom_ckpt_t *ck, long long step, char *out, size_t len)
 {
 	snprintf(out, len, ".tmp-step-%lld-%s", step, ck->job);
 }
@@ -66,7 +66,7 @@ void loom_ck_ck_tmp_name(const loom_ckpt_t *ck, long long step, char *out, size_
 /* the creator (rank 0; a node leader for the caches) makes the temporary
  * directory DIR/TMPNAME and full-size files; then every rank opens those
  * it writes, and open_all ranks every file */
-int loom_ck_ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmpname,
+int loom_ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmpname,
 		  int creator, int open_all)
 {
 	char tmp[4200];
@@ -92,7 +92,7 @@ int loom_ck_ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const c
 				close(fd);
 		}
 	}
-	if ((rc = loom_ck_ck_agree(ck, rc)))
+	if ((rc = loom_ck_agree(ck, rc)))
 		return rc;
 	for (int i = 0; i < ck->nt && !rc; i++) {
 		if (!open_all && !loom_ck_plan_touches(&op->p, ck->rank, i, op->independent))
@@ -104,7 +104,7 @@ int loom_ck_ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const c
 			rc = LOOM_ERR_IO;
 		}
 	}
-	return loom_ck_ck_agree(ck, rc);
+	return loom_ck_agree(ck, rc);
 }
 
 /* a local I/O failure, said where it happened, becomes everyone's */
@@ -112,18 +112,18 @@ static int agree_io(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
 	if (op->io_rc)
 		LOOM_ERR("ckpt: step %lld: %s", step, op->why);
-	return loom_ck_ck_agree(ck, op->io_rc);
+	return loom_ck_agree(ck, op->io_rc);
 }
 
 /* the data, on disk (fsynced), and every chunk's sum on every rank */
-int loom_ck_ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
+int loom_ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
 	int rc;
 	if (!op->independent) {
-		if ((rc = loom_ck_ck_exchange(ck, op, 1)))
+		if ((rc = loom_ck_exchange(ck, op, 1)))
 			return rc;
 	} else {
-		loom_ck_ck_write_own(ck, op);
+		loom_ck_write_own(ck, op);
 	}
 	for (int i = 0; i < ck->nt && !op->io_rc; i++)
 		if (op->fds[i] >= 0 && fsync(op->fds[i]) != 0) {
@@ -133,15 +133,15 @@ int loom_ck_ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 	if ((rc = agree_io(ck, op, step)))
 		return rc;
 	if (op->independent) {
-		op->io_rc = loom_ck_ck_readback_sums(op);
+		op->io_rc = loom_ck_readback_sums(op);
 		if ((rc = agree_io(ck, op, step)))
 			return rc;
 	}
-	return loom_ck_ck_op_sum_chunks(ck, op);
+	return loom_ck_op_sum_chunks(ck, op);
 }
 
 /* tmp/MANIFEST, fsynced (rank 0; every node leader for the caches) */
-int loom_ck_ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *tmp)
+int loom_ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *tmp)
 {
 	ckpt_manifest_t m;
 	char mf[4200];
@@ -250,7 +250,7 @@ int loom_ckpt_request_requeue(const char *dir, long long step, int signal)
 	/* the Slurm step too: only the step that wrote it acts on it */
 	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n"
 		 "reason=%s\n", job, restart && *restart ? restart : "0",
-		 sstep && *sstep ? sstep : "none", step, loom_ck_ck_sig_name(signal),
+		 sstep && *sstep ? sstep : "none", step, loom_ck_sig_name(signal),
 		 loom_metrics_stop_name(stop_reason(signal)));
 	if (loom_ck_write_small(dir, LOOM_REQUEUE_FILE, text) != LOOM_SUCCESS) {
 		LOOM_ERR("ckpt: cannot write %s/%s (%s): the job will not be requeued",
@@ -258,7 +258,7 @@ int loom_ckpt_request_requeue(const char *dir, long long step, int signal)
 		return LOOM_ERR_IO;
 	}
 	LOOM_WARN("ckpt: checkpoint step %lld committed after SIG%s: asking for a requeue "
-		  "of job %s", step, loom_ck_ck_sig_name(signal), job);
+		  "of job %s", step, loom_ck_sig_name(signal), job);
 	return LOOM_SUCCESS;
 }
 
@@ -280,7 +280,7 @@ static void *sweep_main(void *arg)
 	return NULL;
 }
 
-void loom_ck_ck_sweep_join(loom_ckpt_t *ck)
+void loom_ck_sweep_join(loom_ckpt_t *ck)
 {
 	if (ck->sweep && ck->sweep->active) {
 		pthread_join(ck->sweep->th, NULL);
@@ -296,7 +296,7 @@ static void sweep_start(loom_ckpt_t *ck)
 		loom_ck_prune_sweep(ck->dir);
 		return;
 	}
-	loom_ck_ck_sweep_join(ck);      /* one sweep at a time */
+	loom_ck_sweep_join(ck);      /* one sweep at a time */
 	s->dir = ck->dir;
 	if (pthread_create(&s->th, NULL, sweep_main, s) == 0)
 		s->active = 1;
@@ -308,7 +308,7 @@ static void sweep_start(loom_ckpt_t *ck)
  * removal in the background after the agreement) */
 static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *tmp)
 {
-	int rc = loom_ck_ck_write_manifest(ck, op, step, tmp);
+	int rc = loom_ck_write_manifest(ck, op, step, tmp);
 	if (!rc)
 		rc = publish(ck, step, tmp);
 	if (!rc)
@@ -329,26 +329,26 @@ static int stop_committed(loom_ckpt_t *ck, long long step)
 	loom_metrics_flush();
 	if (ck->rank == 0)
 		requeue_request(ck, step);
-	return loom_ck_ck_agree(ck, LOOM_SUCCESS);
+	return loom_ck_agree(ck, LOOM_SUCCESS);
 }
 
-int loom_ck_ck_save_now(loom_ckpt_t *ck, long long step)
+int loom_ck_save_now(loom_ckpt_t *ck, long long step)
 {
 	char tmp[4096] = "", tmpname[128];
 	ck_op_t op;
 	int rc;
 	double t0 = loom_now(), t1;
-	if ((rc = loom_ck_ck_table_check(ck)))
+	if ((rc = loom_ck_table_check(ck)))
 		return rc;
-	if ((rc = loom_ck_ck_save_plan(ck, &op)) || (rc = save_mode(ck, &op)))
+	if ((rc = loom_ck_save_plan(ck, &op)) || (rc = save_mode(ck, &op)))
 		goto out;
-	loom_ck_ck_tmp_name(ck, step, tmpname, sizeof tmpname);
+	loom_ck_tmp_name(ck, step, tmpname, sizeof tmpname);
 	snprintf(tmp, sizeof tmp, "%s/%s", ck->dir, tmpname);
-	if ((rc = loom_ck_ck_save_files(ck, &op, ck->dir, tmpname, ck->rank == 0, 0)) || (rc = loom_ck_ck_save_data(ck, &op, step)))
+	if ((rc = loom_ck_save_files(ck, &op, ck->dir, tmpname, ck->rank == 0, 0)) || (rc = loom_ck_save_data(ck, &op, step)))
 		goto out;
 	t1 = loom_now();
 	ck->st.data_s = t1 - t0;
-	rc = loom_ck_ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, tmp) : LOOM_SUCCESS);
+	rc = loom_ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, tmp) : LOOM_SUCCESS);
 	if (rc == LOOM_SUCCESS && ck->stopped)
 		rc = stop_committed(ck, step);
 	ck->st.commit_s = loom_now() - t1;
@@ -356,7 +356,7 @@ int loom_ck_ck_save_now(loom_ckpt_t *ck, long long step)
 		sweep_start(ck);
 out:
 	ck->st.total_s = loom_now() - t0;
-	loom_ck_ck_op_stats(ck, &op);
+	loom_ck_op_stats(ck, &op);
 	ck->st.mode = op.independent ? LOOM_CKPT_INDEPENDENT : LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS && !ck->flush_only)
 		loom_metrics_checkpoint(loom_comm_metrics(ck->comm), ck->st.total_s, ck->st.bytes);
@@ -369,6 +369,6 @@ out:
 	}
 	if (rc && ck->rank == 0 && tmp[0])
 		loom_ck_rmtree(ck->dir, tmpname); /* never a committed one: tmp is ours */
-	loom_ck_ck_op_free(ck, &op);
+	loom_ck_op_free(ck, &op);
 	return rc;
 }

@@ -68,7 +68,7 @@ static void block(setup_t *s, int r, int i, uint64_t o0, uint64_t o1, uint64_t e
 }
 
 /* the plan as rank `rank` sees it: every rank's blocks on the wire, as
- * loom_ck_ck_plan_make gathers them */
+ * loom_ck_plan_make gathers them */
 static int build(ckpt_plan_t *p, setup_t *s, int rank)
 {
 	int64_t nd = 0, *desc;
