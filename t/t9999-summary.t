@@ -9,7 +9,7 @@
 area_of() {
 	case $1 in
 	spank/test/*|t/t1[0-9][0-9][0-9]-*) echo plugin ;;
-	runtime/test/ckpt*|t/t4[0-9][0-9][0-9]-*) echo checkpoint ;;
+	runtime/ckpt/test/*|t/t4[0-9][0-9][0-9]-*) echo checkpoint ;;
 	runtime/test/backend_*|t/t6[0-9][0-9][0-9]-*) echo backends ;;
 	runtime/test/*|t/t2[0-9][0-9][0-9]-*) echo runtime ;;
 	t/t3[0-9][0-9][0-9]-*) echo conformance ;;

@@ -2,7 +2,7 @@
  * the gathered inputs (no communicator, no I/O): the virtual byte space,
  * the aggregators and their domains, every rank's runs, and the pieces
  * of them that fall in an aggregator's window. Unit tested by
- * runtime/test/ckpt_plan.c; gathered by loom_ck_plan_make (ckpt_exchange.c). */
+ * runtime/ckpt/test/ckpt_plan.c; gathered by loom_ck_plan_make (ckpt_exchange.c). */
 #include "config.h"
 #include "loom.h"
 #include "ckpt/ckpt_nocomm.h"

@@ -9,7 +9,7 @@
 #include "config.h"
 #include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 #include "capture.h"
 
 #include <errno.h>

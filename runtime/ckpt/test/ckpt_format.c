@@ -4,7 +4,7 @@
 #include "config.h"
 #include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <inttypes.h>
 #include <stdint.h>

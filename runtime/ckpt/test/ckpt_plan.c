@@ -1,11 +1,11 @@
-/* unit test: the checkpoint plan (runtime/test/ckpt_plan.c) as pure functions,
+/* unit test: the checkpoint plan (runtime/ckpt/test/ckpt_plan.c) as pure functions,
  * without a communicator: aggregator choice, domains, windows, every
  * rank's runs and the pieces of them in each window, direct or packed,
  * and the holes no rank holds. Expected values worked out by hand. */
 #include "config.h"
 #include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <inttypes.h>
 #include <stdint.h>
