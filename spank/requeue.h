@@ -6,10 +6,11 @@
 #ifndef LOOM_SPANK_REQUEUE_H
 #define LOOM_SPANK_REQUEUE_H
 
+#include "../common/loom_files.h" /* LOOM_REQUEUE_FILE */
+
 #include <stddef.h>
 #include <sys/types.h>
 
-#define LOOM_REQUEUE_FILE ".loom-requeue"
 /* a request is a few short lines; anything larger is not one */
 #define LOOM_REQUEUE_MAX 1024
 

@@ -13,12 +13,12 @@
 #ifndef LOOM_SPANK_SAVE_TIMES_H
 #define LOOM_SPANK_SAVE_TIMES_H
 
+#include "../common/loom_files.h" /* LOOM_SAVE_TIMES_FILE, _HEADER, _MAX */
+
 #include <stddef.h>
 
-#define LOOM_SAVE_TIMES_FILE ".loom-save-times"
-#define LOOM_SAVE_TIMES_HEADER "loom-save-times 1"
-/* libloom keeps 8 records of under 80 bytes; anything larger is not one */
-#define LOOM_SAVE_TIMES_MAX 2048
+/* libloom keeps 8 records of under 80 bytes (LOOM_SAVE_TIMES_MAX bounds
+ * the file) */
 #define LOOM_SAVE_TIMES_RECORDS 16
 #define LOOM_AUTO_FLOOR_S 15
 #define LOOM_AUTO_FACTOR 2.0

@@ -1,16 +1,16 @@
 #!/bin/sh
-# Checkpoint/restart across ranks on the live cluster (runtime/test/ckpt-drive):
+# Checkpoint/restart across ranks on the live cluster (runtime/ckpt/test/ckpt-drive):
 # resharding 4 -> 2 and 2 -> 4 (row blocks and block-cyclic), a flipped
 # byte in the newest checkpoint detected and the previous one used,
 # kill -9 of a rank after its data is written and of the committing rank
-# at each step of the commit (runtime/test/killpoint.c: after MANIFEST,
+# at each step of the commit (runtime/ckpt/test/killpoint.c: after MANIFEST,
 # after the rename of the step directory, before the rename of `latest`)
 # never leaves a partial checkpoint: a restore finds the previous or the
 # new one whole; and a stop signal to one rank agreed on every rank at the
 # same step.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-DRIVE="$LOOM_BUILD_DIR/runtime/test/ckpt-drive"
-KILLPOINT="$LOOM_BUILD_DIR/runtime/test/.libs/killpoint.so"
+DRIVE="$LOOM_BUILD_DIR/runtime/ckpt/test/ckpt-drive"
+KILLPOINT="$LOOM_BUILD_DIR/runtime/ckpt/test/.libs/killpoint.so"
 test_need_cluster
 
 mkdir -p "$TEST_TMP/ck"

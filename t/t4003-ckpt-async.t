@@ -1,17 +1,17 @@
 #!/bin/sh
-# Async checkpoints on the live cluster (runtime/test/ckpt-drive asave):
+# Async checkpoints on the live cluster (runtime/ckpt/test/ckpt-drive asave):
 # buffers overwritten as soon as loom_ckpt_save returns, and the caller's
 # own collectives while the writer runs, still give a checkpoint with the
 # values at the call, loaded bit for bit on another rank count; a save
 # started while one is in flight waits for it; a state larger than
 # LOOM_CKPT_STAGING_MB is saved blocking (said so); a failed background
 # save is reported by the next call; kill -9 of one rank, and of every
-# writing rank, in the middle of a background flush (runtime/test/killpoint.c)
+# writing rank, in the middle of a background flush (runtime/ckpt/test/killpoint.c)
 # leaves `latest` on the previous complete checkpoint, which the next run
 # restores.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-DRIVE="$LOOM_BUILD_DIR/runtime/test/ckpt-drive"
-KILLPOINT="$LOOM_BUILD_DIR/runtime/test/.libs/killpoint.so"
+DRIVE="$LOOM_BUILD_DIR/runtime/ckpt/test/ckpt-drive"
+KILLPOINT="$LOOM_BUILD_DIR/runtime/ckpt/test/.libs/killpoint.so"
 test_need_cluster
 . "$LOOM_SRC_DIR/t/lib/jobs.sh"
 

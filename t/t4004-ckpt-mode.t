@@ -1,12 +1,12 @@
 #!/bin/sh
 # The default write mode, LOOM_CKPT_MODE=auto, on the live cluster
-# (runtime/test/ckpt-drive): small pieces (block-cyclic, 80-byte runs) are
+# (runtime/ckpt/test/ckpt-drive): small pieces (block-cyclic, 80-byte runs) are
 # written two-phase, large ones (a row block per rank) independently, the
 # threshold LOOM_CKPT_AUTO_BYTES; an independent save sums the chunks one
 # run holds whole from memory and reads back only the others: every
 # checkpoint verifies and loads bit for bit on another rank count.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-DRIVE="$LOOM_BUILD_DIR/runtime/test/ckpt-drive"
+DRIVE="$LOOM_BUILD_DIR/runtime/ckpt/test/ckpt-drive"
 test_need_cluster
 
 mkdir -p "$TEST_TMP/ck"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SIGTERM while an async save is being flushed, through sbatch and loom.so
-# on the live cluster: runtime/test/ckpt-drive train (LOOM_CKPT_ASYNC=1)
+# on the live cluster: runtime/ckpt/test/ckpt-drive train (LOOM_CKPT_ASYNC=1)
 # saves step 0 in the background; rank 0's writer is held before its data
-# fsync (runtime/test/killpoint.c, LOOM_TEST_PAUSE_UNTIL) while the step's
+# fsync (runtime/ckpt/test/killpoint.c, LOOM_TEST_PAUSE_UNTIL) while the step's
 # tasks get SIGTERM. Every rank agrees to stop, the held save completes
 # when released, the stop checkpoint is committed (blocking) in the
 # checkpoint directory, loom.so requeues the job, and the requeued run
@@ -11,8 +11,8 @@
 test_need_plugin
 test_need_cluster
 . "$LOOM_SRC_DIR/t/lib/jobs.sh"
-DRIVE="$LOOM_BUILD_DIR/runtime/test/ckpt-drive"
-KILLPOINT="$LOOM_BUILD_DIR/runtime/test/.libs/killpoint.so"
+DRIVE="$LOOM_BUILD_DIR/runtime/ckpt/test/ckpt-drive"
+KILLPOINT="$LOOM_BUILD_DIR/runtime/ckpt/test/.libs/killpoint.so"
 
 A=$(cd "$TEST_TMP" && pwd -P)/aq
 mkdir -p "$A/ck"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # --loom-ckpt-signal=USR1@auto through sbatch and loom.so on the live
-# cluster: runtime/test/ckpt-drive train saves every 20 steps, each save
+# cluster: runtime/ckpt/test/ckpt-drive train saves every 20 steps, each save
 # made slow on purpose (killpoint.so's LOOM_TEST_DELAY_S holds rank 0's
 # MANIFEST fsync: 3 s in the first run, 6 s in the next, 9 s in the last).
 # libloom records each save's time in LOOM_CKPT_DIR/.loom-save-times;
@@ -12,8 +12,8 @@
 test_need_plugin
 test_need_cluster
 . "$LOOM_SRC_DIR/t/lib/jobs.sh"
-DRIVE="$LOOM_BUILD_DIR/runtime/test/ckpt-drive"
-KILLPOINT="$LOOM_BUILD_DIR/runtime/test/.libs/killpoint.so"
+DRIVE="$LOOM_BUILD_DIR/runtime/ckpt/test/ckpt-drive"
+KILLPOINT="$LOOM_BUILD_DIR/runtime/ckpt/test/.libs/killpoint.so"
 
 A=$(cd "$TEST_TMP" && pwd -P)/auto
 mkdir -p "$A/ck"

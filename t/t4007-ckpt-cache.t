@@ -10,7 +10,7 @@
 # directory even when saves are flushed rarely; a bad cache is refused at
 # open.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-DRIVE="$LOOM_BUILD_DIR/runtime/test/ckpt-drive"
+DRIVE="$LOOM_BUILD_DIR/runtime/ckpt/test/ckpt-drive"
 test_need_cluster
 . "$LOOM_SRC_DIR/t/lib/jobs.sh"
 

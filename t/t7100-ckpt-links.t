@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checkpoint files against links and another user, on the live cluster
-# (runtime/test/ckpt-drive, 2 ranks on 2 nodes, keep 2): in a shared,
+# (runtime/ckpt/test/ckpt-drive, 2 ranks on 2 nodes, keep 2): in a shared,
 # world-writable checkpoint directory, a real second user (nobody) plants
 # step-1 and a .tmp-step-* linked to archives of the job's user, and a
 # step-9 of its own; the job's user itself links step-0 to an archive.
@@ -8,7 +8,7 @@
 # every archive keeps its contents, the links stay, each skipped with a
 # warning; nobody's step is never loaded.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-DRIVE="$LOOM_BUILD_DIR/runtime/test/ckpt-drive"
+DRIVE="$LOOM_BUILD_DIR/runtime/ckpt/test/ckpt-drive"
 test_need_cluster
 
 D=$TEST_TMP/shared

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Manifests that would make the loader allocate or compute past its
-# bounds, on the live cluster (2 ranks on 2 nodes, runtime/test/ckpt-drive):
+# bounds, on the live cluster (2 ranks on 2 nodes, runtime/ckpt/test/ckpt-drive):
 # a chunk of 1 byte, a shape of 2^96 elements, a shape whose product wraps
 # around 2^64 to the byte count written beside it, and ranks that read
 # manifests with different chunk sizes. Each gives a clear error (the
@@ -8,8 +8,8 @@
 # crash and no hang. Then the parser alone under valgrind on truncated
 # and garbage manifests.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-DRIVE="$LOOM_BUILD_DIR/runtime/test/ckpt-drive"
-FILES="$LOOM_BUILD_DIR/runtime/test/ckpt_files"
+DRIVE="$LOOM_BUILD_DIR/runtime/ckpt/test/ckpt-drive"
+FILES="$LOOM_BUILD_DIR/runtime/ckpt/test/ckpt_files"
 test_need_cluster
 
 export LOOM_CKPT_CHECKSUM=crc32c

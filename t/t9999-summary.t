@@ -9,12 +9,9 @@
 area_of() {
 	case $1 in
 	spank/test/*|t/t1[0-9][0-9][0-9]-*) echo plugin ;;
-	runtime/test/ckpt*|t/t4[0-9][0-9][0-9]-*) echo checkpoint ;;
-	runtime/test/backend_*|t/t6[0-9][0-9][0-9]-*) echo backends ;;
-	runtime/ckpt/test/*) echo checkpoint ;;
-	runtime/backend/test/*) echo backends ;;
-	runtime/*/test/*) echo runtime ;;
-	runtime/test/*|t/t2[0-9][0-9][0-9]-*) echo runtime ;;
+	runtime/ckpt/test/*|t/t4[0-9][0-9][0-9]-*) echo checkpoint ;;
+	runtime/backend/test/*|t/t6[0-9][0-9][0-9]-*) echo backends ;;
+	runtime/*/test/*|t/t2[0-9][0-9][0-9]-*) echo runtime ;;
 	t/t3[0-9][0-9][0-9]-*) echo conformance ;;
 	python/test/*|t/t51[0-9][0-9]-*) echo python ;;
 	t/t5[0-9][0-9][0-9]-*) echo examples ;;

@@ -5,7 +5,7 @@
  * duplicated from the user's: its collectives never interleave with the
  * caller's. The next call that waits reports how it ended. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <signal.h>
@@ -28,12 +28,12 @@ static void *writer(void *arg)
 	int shared = 0;
 	bg->rc = LOOM_SUCCESS;
 	if (bg->what & CK_BG_CACHE)
-		bg->rc = ck_save_cached(&bg->h, bg->step, &shared);
+		bg->rc = loom_ck_save_cached(&bg->h, bg->step, &shared);
 	/* with a cache, a shared save here is always the flush of a cached
 	 * save (in this thread or the caller's): that one was counted */
 	bg->h.flush_only = bg->h.cache != NULL;
 	if (bg->rc == LOOM_SUCCESS && (bg->what & CK_BG_SHARED) && !shared)
-		bg->rc = ck_save_now(&bg->h, bg->step);
+		bg->rc = loom_ck_save_now(&bg->h, bg->step);
 	bg->h.flush_only = 0;
 	return NULL;
 }
@@ -118,7 +118,7 @@ static void start_undo(struct ck_bg *bg)
 	bg->comm = NULL;
 }
 
-int ck_bg_start(loom_ckpt_t *ck, long long step, int what)
+int loom_ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 {
 	struct ck_bg *bg = ck->bg;
 	size_t mine = local_bytes(ck), limit;
@@ -129,7 +129,7 @@ int ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 		return 1;
 	if (async_unsupported(ck, bg))
 		return 1;
-	limit = (size_t)ck_env_long("LOOM_CKPT_STAGING_MB", 4096, 1, 1L << 24) << 20;
+	limit = (size_t)loom_env_long("ckpt", "LOOM_CKPT_STAGING_MB", 4096, 1, 1L << 24) << 20;
 	ok = mine <= limit;
 	if (ok && mine > bg->stage_cap) {
 		char *n = realloc(bg->stage, mine);
@@ -157,7 +157,7 @@ int ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 			return rc;
 		loom_comm_set_name(bg->comm, "ckpt-writer");
 	}
-	rc = ck_agree(ck, shadow_fill(ck, bg));
+	rc = loom_ck_agree(ck, shadow_fill(ck, bg));
 	if (rc)
 		return rc;
 	/* the shadow: ck's settings, the copy's table, the duplicated comm */
@@ -188,13 +188,13 @@ int ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 		LOOM_WARN("ckpt: rank %d: cannot start the background writer; saving blocking",
 			  ck->rank);
 	/* a rank without a thread saves blocking; so must the others */
-	if ((rc = ck_agree(ck, rc)) == LOOM_SUCCESS)
+	if ((rc = loom_ck_agree(ck, rc)) == LOOM_SUCCESS)
 		return 0;
 	start_undo(bg);
 	return 1;
 }
 
-int ck_bg_settle(loom_ckpt_t *ck)
+int loom_ck_bg_settle(loom_ckpt_t *ck)
 {
 	struct ck_bg *bg = ck->bg;
 	double blocked = ck->st.blocked_s;
@@ -205,16 +205,16 @@ int ck_bg_settle(loom_ckpt_t *ck)
 	bg->running = 0;
 	ck->st = bg->h.st;
 	ck->st.blocked_s = blocked;
-	rc = ck_agree(ck, bg->rc);
+	rc = loom_ck_agree(ck, bg->rc);
 	if (rc && ck->rank == 0)
 		LOOM_ERR("ckpt: the background save of step %lld failed: %s (latest still names "
 			 "the previous checkpoint)", bg->step, loom_strerror(rc));
 	return rc;
 }
 
-int ck_bg_free(loom_ckpt_t *ck)
+int loom_ck_bg_free(loom_ckpt_t *ck)
 {
-	int rc = ck_bg_settle(ck);
+	int rc = loom_ck_bg_settle(ck);
 	struct ck_bg *bg = ck->bg;
 	if (!bg)
 		return rc;
@@ -227,23 +227,8 @@ int ck_bg_free(loom_ckpt_t *ck)
 	return rc;
 }
 
-int ck_bg_new(loom_ckpt_t *ck)
+int loom_ck_bg_new(loom_ckpt_t *ck)
 {
 	ck->bg = calloc(1, sizeof *ck->bg);
 	return ck->bg ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
-}
-
-int loom_ckpt_set_async(loom_ckpt_t *ck, int on)
-{
-	if (!ck || (on != 0 && on != 1))
-		return LOOM_ERR_INVALID;
-	ck->async = on;
-	return LOOM_SUCCESS;
-}
-
-int loom_ckpt_wait(loom_ckpt_t *ck)
-{
-	if (!ck)
-		return LOOM_ERR_INVALID;
-	return ck_bg_settle(ck);
 }

@@ -1,5 +1,6 @@
 /* runtime/ckpt/ckpt_cache.c: the node-local tier (LOOM_CKPT_CACHE): the
- * cache's path and checks, and the save (ckpt_cache_restore.c reads it).
+ * cache's path and checks, and the save (ckpt_cache_restore.c reads it),
+ * which goes to the shared directory when the caches cannot take it.
  *
  * A save writes the virtual byte space of the checkpoint two-phase into
  * the caches: each node's aggregators write their domains into full-size
@@ -16,7 +17,8 @@
  * that holds it (the plan's aggregators and domains given) and verifies
  * every chunk against the manifest, as from the shared directory. */
 #include "config.h"
-#include "comm/comm.h"
+#include "comm/comm_query.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 #include "metrics/metrics.h"
 
@@ -32,7 +34,7 @@
 /* opening                                                             */
 
 /* the characters of a node name or job id that may go into a path */
-void ck_path_safe(char *s)
+void loom_ck_path_safe(char *s)
 {
 	for (; *s; s++)
 		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
@@ -57,8 +59,8 @@ static int cache_expand(const char *pat, char *out, size_t len, char *why, size_
 		node[strcspn(node, ".")] = 0;
 	e = getenv("SLURM_JOB_ID");
 	snprintf(job, sizeof job, "%s", e && *e ? e : "nojob");
-	ck_path_safe(node);
-	ck_path_safe(job);
+	loom_ck_path_safe(node);
+	loom_ck_path_safe(job);
 	for (const char *p = pat; *p; p++) {
 		const char *add = NULL;
 		char one[2] = { *p, 0 };
@@ -85,12 +87,12 @@ static int cache_expand(const char *pat, char *out, size_t len, char *why, size_
 	return 0;
 }
 
-int ck_cache_open(loom_ckpt_t *ck)
+int loom_ck_cache_open(loom_ckpt_t *ck)
 {
 	const char *pat = getenv("LOOM_CKPT_CACHE"), *red = getenv("LOOM_CKPT_REDUNDANCY");
 	char path[4096], why[300];
 	struct stat st;
-	ck->flush_every = (int)ck_env_long("LOOM_CKPT_FLUSH", 1, 1, 1000000);
+	ck->flush_every = (int)loom_env_long("ckpt", "LOOM_CKPT_FLUSH", 1, 1, 1000000);
 	if (!pat || !*pat)
 		return LOOM_SUCCESS;
 	if (pat[0] != '/') {
@@ -122,7 +124,7 @@ int ck_cache_open(loom_ckpt_t *ck)
 	}
 	if (!(ck->cache = strdup(path)))
 		return LOOM_ERR_NOMEM;
-	ck->partner = ck->comm->nnodes >= 2;
+	ck->partner = loom_comm_nnodes(ck->comm) >= 2;
 	if (red && *red && strcmp(red, "partner") && strcmp(red, "none"))
 		LOOM_WARN("ckpt: LOOM_CKPT_REDUNDANCY=%s not understood (partner|none); using %s", red,
 			  ck->partner ? "partner" : "none");
@@ -137,16 +139,16 @@ int ck_cache_open(loom_ckpt_t *ck)
 /* ------------------------------------------------------------------ */
 /* saving                                                              */
 
-int ck_is_leader(const loom_ckpt_t *ck)
+int loom_ck_is_leader(const loom_ckpt_t *ck)
 {
 	const loom_comm_t *c = ck->comm;
-	return loom_comm_leader(c, loom_comm_node_pos(c, ck->rank)) == ck->rank;
+	return loom_comm_node_leader(c, loom_comm_node_of(c, ck->rank)) == ck->rank;
 }
 
-const char *ck_node_name(const loom_ckpt_t *ck, int rank)
+const char *loom_ck_node_name(const loom_ckpt_t *ck, int rank)
 {
 	const loom_comm_t *c = ck->comm;
-	return c->w->node_names[loom_world_node_of(c->w, loom_comm_wrank(c, rank))];
+	return loom_comm_node_name(c, rank);
 }
 
 /* DIR/.loom-node-NAME, NAME made safe for a file name */
@@ -154,7 +156,7 @@ static void node_mark(const loom_ckpt_t *ck, const char *node, char *p, size_t l
 {
 	char safe[64];
 	snprintf(safe, sizeof safe, "%s", node);
-	ck_path_safe(safe);
+	loom_ck_path_safe(safe);
 	snprintf(p, len, "%s/.loom-node-%s", ck->cache, safe);
 }
 
@@ -162,15 +164,15 @@ static void node_mark(const loom_ckpt_t *ck, const char *node, char *p, size_t l
  * looks for the marks of this job's other nodes: one there means two
  * nodes share the directory (a path on a shared file system without
  * %n), where their copies would overwrite each other. */
-int ck_cache_check(loom_ckpt_t *ck)
+int loom_ck_cache_check(loom_ckpt_t *ck)
 {
 	const loom_comm_t *c = ck->comm;
 	char p[4400], other[300] = "";
 	int rc = LOOM_SUCCESS, fd;
-	if (!ck->cache || c->nnodes < 2)
+	if (!ck->cache || loom_comm_nnodes(c) < 2)
 		return LOOM_SUCCESS;
-	if (ck_is_leader(ck)) {
-		node_mark(ck, ck_node_name(ck, ck->rank), p, sizeof p);
+	if (loom_ck_is_leader(ck)) {
+		node_mark(ck, loom_ck_node_name(ck, ck->rank), p, sizeof p);
 		fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			LOOM_ERR("ckpt: node cache %s: cannot create %s: %s", ck->cache, p, strerror(errno));
@@ -179,12 +181,12 @@ int ck_cache_check(loom_ckpt_t *ck)
 			close(fd);
 		}
 	}
-	if ((rc = ck_agree(ck, rc)))
+	if ((rc = loom_ck_agree(ck, rc)))
 		return rc;
-	for (int n = 0; ck_is_leader(ck) && n < c->nnodes; n++) {
+	for (int n = 0; loom_ck_is_leader(ck) && n < loom_comm_nnodes(c); n++) {
 		struct stat st;
-		const char *name = ck_node_name(ck, loom_comm_leader(c, n));
-		if (loom_comm_leader(c, n) == ck->rank)
+		const char *name = loom_ck_node_name(ck, loom_comm_node_leader(c, n));
+		if (loom_comm_node_leader(c, n) == ck->rank)
 			continue;
 		node_mark(ck, name, p, sizeof p);
 		if (lstat(p, &st) == 0 && !other[0])
@@ -193,10 +195,10 @@ int ck_cache_check(loom_ckpt_t *ck)
 	if (other[0]) {
 		LOOM_ERR("ckpt: node cache %s is the same directory on %s and %s: give every node "
 			 "its own (a node-local path, or %%n in LOOM_CKPT_CACHE / --loom-ckpt-cache)",
-			 ck->cache, ck_node_name(ck, ck->rank), other);
+			 ck->cache, loom_ck_node_name(ck, ck->rank), other);
 		rc = LOOM_ERR_INVALID;
 	}
-	return ck_agree(ck, rc);
+	return loom_ck_agree(ck, rc);
 }
 
 /* Every aggregator's domain to the leader of the next node, window by
@@ -207,14 +209,14 @@ static int partner_copy(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
 	loom_comm_t *c = ck->comm;
 	const ckpt_plan_t *p = &op->p;
-	int nn = c->nnodes, pos = loom_comm_node_pos(c, ck->rank), to = loom_comm_leader(c, (pos + 1) % nn);
+	int nn = loom_comm_nnodes(c), pos = loom_comm_node_of(c, ck->rank), to = loom_comm_node_leader(c, (pos + 1) % nn);
 	int from = (pos + nn - 1) % nn, nin = 0, *in = NULL, rc = LOOM_SUCCESS;
 	char *obuf = NULL, **ibuf = NULL;
 	loom_request_t **q = NULL;
-	if (ck_is_leader(ck) && !(in = calloc((size_t)p->naggr + 1, sizeof *in)))
+	if (loom_ck_is_leader(ck) && !(in = calloc((size_t)p->naggr + 1, sizeof *in)))
 		rc = LOOM_ERR_NOMEM;
 	for (int j = 0; in && j < p->naggr; j++)
-		if (loom_comm_node_pos(c, p->aggr[j]) == from)
+		if (loom_comm_node_of(c, p->aggr[j]) == from)
 			in[nin++] = j;
 	if (!rc && p->my_aggr >= 0 && !(obuf = malloc(p->window)))
 		rc = LOOM_ERR_NOMEM;
@@ -225,22 +227,22 @@ static int partner_copy(loom_ckpt_t *ck, ck_op_t *op, long long step)
 			rc = LOOM_ERR_NOMEM;
 	if (!rc && !(q = calloc((size_t)nin + 2, sizeof *q)))
 		rc = LOOM_ERR_NOMEM;
-	if ((rc = ck_agree(ck, rc)))
+	if ((rc = loom_ck_agree(ck, rc)))
 		goto out;
 	for (int k = 0; k < p->rounds && !rc; k++) {
 		uint64_t lo, hi;
 		int nq = 0;
 		if (p->my_aggr >= 0) {
-			ckpt_plan_window(p, p->my_aggr, k, &lo, &hi);
+			loom_ck_plan_window(p, p->my_aggr, k, &lo, &hi);
 			if (hi > lo) {
 				if (!op->io_rc)
-					op->io_rc = ck_window_io(op, obuf, lo, hi, 0, op->why, sizeof op->why);
+					op->io_rc = loom_ck_window_io(op, obuf, lo, hi, 0, op->why, sizeof op->why);
 				rc = loom_isend(obuf, hi - lo, LOOM_INT8, to, c, &q[nq]);
 				nq += !rc;
 			}
 		}
 		for (int i = 0; i < nin && !rc; i++) {
-			ckpt_plan_window(p, in[i], k, &lo, &hi);
+			loom_ck_plan_window(p, in[i], k, &lo, &hi);
 			if (hi > lo) {
 				rc = loom_irecv(ibuf[i], hi - lo, LOOM_INT8, p->aggr[in[i]], c, &q[nq]);
 				nq += !rc;
@@ -252,9 +254,9 @@ static int partner_copy(loom_ckpt_t *ck, ck_op_t *op, long long step)
 				rc = w;
 		}
 		for (int i = 0; i < nin && !rc && !op->io_rc; i++) {
-			ckpt_plan_window(p, in[i], k, &lo, &hi);
+			loom_ck_plan_window(p, in[i], k, &lo, &hi);
 			if (hi > lo)
-				op->io_rc = ck_window_io(op, ibuf[i], lo, hi, 1, op->why, sizeof op->why);
+				op->io_rc = loom_ck_window_io(op, ibuf[i], lo, hi, 1, op->why, sizeof op->why);
 		}
 	}
 	for (int i = 0; i < ck->nt && !rc && !op->io_rc && nin; i++)
@@ -265,7 +267,7 @@ static int partner_copy(loom_ckpt_t *ck, ck_op_t *op, long long step)
 	if (!rc) {
 		if (op->io_rc)
 			LOOM_ERR("ckpt: step %lld: partner copy in %s: %s", step, ck->cache, op->why);
-		rc = ck_agree(ck, op->io_rc);
+		rc = loom_ck_agree(ck, op->io_rc);
 	}
 out:
 	for (int i = 0; ibuf && i < nin; i++)
@@ -283,15 +285,15 @@ static int write_pieces(loom_ckpt_t *ck, const ck_op_t *op, long long step, cons
 {
 	const loom_comm_t *c = ck->comm;
 	const ckpt_plan_t *p = &op->p;
-	int nn = c->nnodes, pos = loom_comm_node_pos(c, ck->rank), from = (pos + nn - 1) % nn, rc;
+	int nn = loom_comm_nnodes(c), pos = loom_comm_node_of(c, ck->rank), from = (pos + nn - 1) % nn, rc;
 	size_t cap = 256 + (size_t)p->naggr * 160, at;
 	char *text = malloc(cap);
 	if (!text)
 		return LOOM_ERR_NOMEM;
 	at = (size_t)snprintf(text, cap, "%s\nstep %lld\nnode %s\ntotal %" PRIu64 "\n", CKPT_PIECES_HEADER,
-			      step, ck_node_name(ck, ck->rank), p->base[ck->nt]);
+			      step, loom_ck_node_name(ck, ck->rank), p->base[ck->nt]);
 	for (int j = 0; j < p->naggr; j++) {
-		int np = loom_comm_node_pos(c, p->aggr[j]);
+		int np = loom_comm_node_of(c, p->aggr[j]);
 		if (p->dom[j + 1] == p->dom[j] || (np != pos && (!ck->partner || np != from)))
 			continue;
 		if (np == pos)
@@ -299,9 +301,9 @@ static int write_pieces(loom_ckpt_t *ck, const ck_op_t *op, long long step, cons
 					       p->dom[j], p->dom[j + 1]);
 		else
 			at += (size_t)snprintf(text + at, cap - at, "partner %s %" PRIu64 " %" PRIu64 "\n",
-					       ck_node_name(ck, p->aggr[j]), p->dom[j], p->dom[j + 1]);
+					       loom_ck_node_name(ck, p->aggr[j]), p->dom[j], p->dom[j + 1]);
 	}
-	rc = ckpt_write_small(tmp, CKPT_PIECES_FILE, text);
+	rc = loom_ck_write_small(tmp, CKPT_PIECES_FILE, text);
 	if (rc)
 		LOOM_ERR("ckpt: write %s/%s: %s", tmp, CKPT_PIECES_FILE, strerror(errno));
 	free(text);
@@ -315,53 +317,68 @@ static int cache_commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, cons
 	char fin[4200], name[64];
 	int rc;
 	if ((rc = write_pieces(ck, op, step, tmp)) ||
-	    (rc = ck_write_manifest(ck, op, step, tmp)))
+	    (rc = loom_ck_write_manifest(ck, op, step, tmp)))
 		return rc;
 	snprintf(name, sizeof name, "step-%lld", step);
 	snprintf(fin, sizeof fin, "%s/%s", ck->cache, name);
-	ckpt_rmtree(ck->cache, name);
-	if (rename(tmp, fin) != 0 || ckpt_fsync_path(ck->cache) != 0) {
+	loom_ck_rmtree(ck->cache, name);
+	if (rename(tmp, fin) != 0 || loom_ck_fsync_path(ck->cache) != 0) {
 		LOOM_ERR("ckpt: rename %s to %s: %s", tmp, fin, strerror(errno));
 		return LOOM_ERR_IO;
 	}
-	ckpt_prune(ck->cache, ck->keep, step);
+	loom_ck_prune(ck->cache, ck->keep, step);
 	return LOOM_SUCCESS;
 }
 
-int ck_cache_save(loom_ckpt_t *ck, long long step)
+int loom_ck_cache_save(loom_ckpt_t *ck, long long step)
 {
 	char tmp[4200] = "", tmpname[128];
-	int leader = ck_is_leader(ck), rc;
-	double t0 = ck_now_s(), t1;
+	int leader = loom_ck_is_leader(ck), rc;
+	double t0 = loom_now(), t1;
 	ck_op_t op;
-	if ((rc = ck_table_check(ck)))
+	if ((rc = loom_ck_table_check(ck)))
 		return rc;
-	if ((rc = ck_save_plan(ck, &op)))
+	if ((rc = loom_ck_save_plan(ck, &op)))
 		goto out;
 	op.independent = 0; /* a node's cache holds its aggregators' domains */
-	ck_tmp_name(ck, step, tmpname, sizeof tmpname);
+	loom_ck_tmp_name(ck, step, tmpname, sizeof tmpname);
 	snprintf(tmp, sizeof tmp, "%s/%s", ck->cache, tmpname);
 	/* the leader opens every file: partner pieces may land in any */
-	if ((rc = ck_save_files(ck, &op, ck->cache, tmpname, leader, leader && ck->partner)) ||
-	    (rc = ck_save_data(ck, &op, step)))
+	if ((rc = loom_ck_save_files(ck, &op, ck->cache, tmpname, leader, leader && ck->partner)) ||
+	    (rc = loom_ck_save_data(ck, &op, step)))
 		goto out;
 	if (ck->partner && (rc = partner_copy(ck, &op, step)))
 		goto out;
-	t1 = ck_now_s();
+	t1 = loom_now();
 	ck->st.data_s = t1 - t0;
-	rc = ck_agree(ck, leader ? cache_commit(ck, &op, step, tmp) : LOOM_SUCCESS);
-	ck->st.commit_s = ck_now_s() - t1;
+	rc = loom_ck_agree(ck, leader ? cache_commit(ck, &op, step, tmp) : LOOM_SUCCESS);
+	ck->st.commit_s = loom_now() - t1;
 out:
-	ck->st.total_s = ck_now_s() - t0;
-	ck_op_stats(ck, &op);
+	ck->st.total_s = loom_now() - t0;
+	loom_ck_op_stats(ck, &op);
 	ck->st.mode = LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS)
-		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
+		loom_metrics_checkpoint(loom_comm_metrics(ck->comm), ck->st.total_s, ck->st.bytes);
 	if (rc && leader && tmp[0])
-		ckpt_rmtree(ck->cache, tmpname);
-	ck_op_free(ck, &op);
+		loom_ck_rmtree(ck->cache, tmpname);
+	loom_ck_op_free(ck, &op);
 	if (rc && ck->rank == 0)
 		LOOM_ERR("ckpt: step %lld: the save into the node caches failed: %s", step,
 			 loom_strerror(rc));
 	return rc;
+}
+
+int loom_ck_save_cached(loom_ckpt_t *ck, long long step, int *shared)
+{
+	int rc = loom_ck_cache_save(ck, step);
+	*shared = 0;
+	if (rc == LOOM_SUCCESS || loom_ck_comm_error(rc))
+		return rc;
+	/* agreed: every rank is here. The step is not lost for a full or
+	 * broken cache: it goes where it would have been flushed */
+	if (ck->rank == 0)
+		LOOM_WARN("ckpt: step %lld: the node caches could not take it (%s); saving it to the "
+			  "shared directory %s instead", step, loom_strerror(rc), ck->dir);
+	*shared = 1;
+	return loom_ck_save_now(ck, step);
 }

@@ -5,7 +5,8 @@
  * copies), and the load with those ranges as the plan's domains, every
  * chunk verified against the manifest (ckpt_load.c). */
 #include "config.h"
-#include "comm/comm.h"
+#include "comm/comm_query.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <inttypes.h>
@@ -92,7 +93,7 @@ static int parse_pieces(const char *text, long long step, uint32_t mhash, int64_
 		e[E_TOTAL] = (int64_t)total;
 		e[E_KIND] = kind;
 		e[E_IDX] = *n;
-		ck_path_safe(name);
+		loom_ck_path_safe(name);
 		snprintf(c->origin[*n], 64, "%s", name);
 		(*n)++;
 	}
@@ -106,16 +107,16 @@ static void census_local(loom_ckpt_t *ck, census_t *c, int64_t **v, int *n)
 	int ns = 0, cap = 0;
 	*v = NULL;
 	*n = 0;
-	if (ckpt_list_steps(ck->cache, &steps, &ns) != LOOM_SUCCESS)
+	if (loom_ck_list_steps(ck->cache, &steps, &ns) != LOOM_SUCCESS)
 		return; /* an unreadable cache holds nothing */
 	for (int i = 0; i < ns && i < CENSUS_STEPS; i++) {
 		char sdir[4200], why[600], *pieces = NULL, *man = NULL;
 		size_t plen, mlen;
 		int n0 = *n;
 		snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->cache, steps[i]);
-		if (ckpt_read_small(sdir, CKPT_PIECES_FILE, CKPT_PIECES_MAX, &pieces, &plen, why, sizeof why) ||
-		    ckpt_read_small(sdir, "MANIFEST", CKPT_MANIFEST_MAX, &man, &mlen, why, sizeof why) ||
-		    parse_pieces(pieces, steps[i], ckpt_crc32c(0, man, mlen), v, n, &cap, c, why,
+		if (loom_ck_read_small(sdir, CKPT_PIECES_FILE, CKPT_PIECES_MAX, &pieces, &plen, why, sizeof why) ||
+		    loom_ck_read_small(sdir, "MANIFEST", CKPT_MANIFEST_MAX, &man, &mlen, why, sizeof why) ||
+		    parse_pieces(pieces, steps[i], loom_ck_crc32c(0, man, mlen), v, n, &cap, c, why,
 				 sizeof why)) {
 			LOOM_WARN("ckpt: node cache %s: step-%lld skipped: %s", ck->cache, steps[i], why);
 			*n = n0;
@@ -132,7 +133,7 @@ static int census_gather(loom_ckpt_t *ck, census_t *c)
 	int64_t *mine = NULL, most = 0, cnt;
 	int n = 0, rc;
 	memset(c, 0, sizeof *c);
-	if (ck_is_leader(ck))
+	if (loom_ck_is_leader(ck))
 		census_local(ck, c, &mine, &n);
 	c->norigin = n;
 	cnt = n;
@@ -144,7 +145,7 @@ static int census_gather(loom_ckpt_t *ck, census_t *c)
 		goto out;
 	int64_t *pad = malloc(sizeof *pad * EW * (size_t)most);
 	c->e = malloc(sizeof *c->e * EW * (size_t)most * (size_t)ck->size);
-	if ((rc = ck_agree(ck, pad && c->e ? LOOM_SUCCESS : LOOM_ERR_NOMEM))) {
+	if ((rc = loom_ck_agree(ck, pad && c->e ? LOOM_SUCCESS : LOOM_ERR_NOMEM))) {
 		free(pad);
 		goto out;
 	}
@@ -256,13 +257,13 @@ static int choose(const loom_ckpt_t *ck, const census_t *c, long long s, piece_t
 		char miss[512] = "";
 		size_t at = 0;
 		/* the nodes of this job whose cache has no copy of s */
-		for (int p = 0; p < ck->comm->nnodes && at + 80 < sizeof miss; p++) {
-			int l = loom_comm_leader(ck->comm, p), has = 0;
+		for (int p = 0; p < loom_comm_nnodes(ck->comm) && at + 80 < sizeof miss; p++) {
+			int l = loom_comm_node_leader(ck->comm, p), has = 0;
 			for (int64_t i = 0; i < c->per; i++)
 				has |= c->e[((size_t)l * (size_t)c->per + (size_t)i) * EW + E_STEP] == s;
 			if (!has)
 				at += (size_t)snprintf(miss + at, sizeof miss - at, "%s%s", at ? ", " : "",
-						       ck_node_name(ck, l));
+						       loom_ck_node_name(ck, l));
 		}
 		snprintf(why, whylen, "bytes %" PRId64 "..%" PRId64 " of %" PRId64 " have no copy in any "
 			 "node's cache (%s%s, and no partner copy covers them)", gap_lo, gap_hi, total,
@@ -283,7 +284,7 @@ static int pieces_to_domains(const loom_ckpt_t *ck, const piece_t *v, int np, ck
 			     char *why, size_t whylen)
 {
 	const loom_comm_t *c = ck->comm;
-	int *used = calloc((size_t)c->nnodes + 1, sizeof *used);
+	int *used = calloc((size_t)loom_comm_nnodes(c) + 1, sizeof *used);
 	d->aggr = malloc(sizeof *d->aggr * ((size_t)np + 1));
 	d->dom = malloc(sizeof *d->dom * ((size_t)np + 1));
 	if (!used || !d->aggr || !d->dom) {
@@ -297,13 +298,13 @@ static int pieces_to_domains(const loom_ckpt_t *ck, const piece_t *v, int np, ck
 		 * copies lie in the same files) */
 		if (i > 0 && v[i].holder == v[i - 1].holder)
 			continue;
-		int pos = loom_comm_node_pos(c, v[i].holder), want = used[pos]++, r, k = 0;
-		for (r = 0; r < c->size; r++)
-			if (loom_comm_node_pos(c, r) == pos && k++ == want)
+		int pos = loom_comm_node_of(c, v[i].holder), want = used[pos]++, r, k = 0;
+		for (r = 0; r < ck->size; r++)
+			if (loom_comm_node_of(c, r) == pos && k++ == want)
 				break;
-		if (r == c->size) {
+		if (r == ck->size) {
 			snprintf(why, whylen, "node %s holds more cached pieces (%d) than it has ranks",
-				 ck_node_name(ck, v[i].holder), used[pos]);
+				 loom_ck_node_name(ck, v[i].holder), used[pos]);
 			free(used);
 			return 1;
 		}
@@ -352,7 +353,7 @@ static int census(loom_ckpt_t *ck, census_t *c, long long **steps, int *ns)
 	if (c->per > 0 && (*ns = census_steps(c, steps)) < 0)
 		*ns = 0;
 	/* every rank walks the same list, or none does */
-	if ((rc = ck_agree(ck, *ns < 0 || (c->per > 0 && !*steps) ? LOOM_ERR_NOMEM : LOOM_SUCCESS))) {
+	if ((rc = loom_ck_agree(ck, *ns < 0 || (c->per > 0 && !*steps) ? LOOM_ERR_NOMEM : LOOM_SUCCESS))) {
 		free(*steps);
 		*steps = NULL;
 		census_free(c);
@@ -368,10 +369,10 @@ static void say_partner_reads(const loom_ckpt_t *ck, const census_t *c, const pi
 		if (v[i].holder == ck->rank && v[i].kind == KIND_PARTNER && v[i].idx < c->norigin)
 			LOOM_WARN("ckpt: step-%lld: bytes %" PRId64 "..%" PRId64 " of %s come from its "
 				  "partner copy in %s on %s (its own copy is missing)", s, v[i].lo,
-				  v[i].hi, c->origin[v[i].idx], ck->cache, ck_node_name(ck, ck->rank));
+				  v[i].hi, c->origin[v[i].idx], ck->cache, loom_ck_node_name(ck, ck->rank));
 }
 
-int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long long *step)
+int loom_ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long long *step)
 {
 	census_t c;
 	long long *steps;
@@ -401,7 +402,7 @@ int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long
 		say_partner_reads(ck, &c, v, np, s);
 		snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->cache, s);
 		ck_src_t src = { sdir, v[0].holder, &d };
-		rc = ck_load_from(ck, s, &src);
+		rc = loom_ck_load_from(ck, s, &src);
 		free(v);
 		domains_free(&d);
 		if (rc == LOOM_SUCCESS) {
@@ -413,7 +414,7 @@ int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long
 				LOOM_INFO("ckpt: restored step-%lld from the node caches (%d pieces)", s, np);
 			break;
 		}
-		if (ck_comm_error(rc))
+		if (loom_ck_comm_error(rc))
 			break;
 		if (ck->rank == 0)
 			LOOM_WARN("ckpt: step-%lld in the node caches is unusable (%s)", s,
@@ -429,7 +430,7 @@ int ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long
 	return rc;
 }
 
-int ck_cache_latest(loom_ckpt_t *ck, long long *step)
+int loom_ck_cache_latest(loom_ckpt_t *ck, long long *step)
 {
 	census_t c;
 	long long *steps;

@@ -10,7 +10,7 @@
  * warning and never deleted through. Entries owned by another user are
  * skipped the same way (docs/checkpoint-format.md, "Directory"). */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
 #include "util/util.h"
 
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int ckpt_fsync_path(const char *path)
+int loom_ck_fsync_path(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
 	if (fd < 0)
@@ -38,7 +38,7 @@ static int open_dir(const char *dir)
 	return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-int ckpt_step_name(const char *s, long long *step)
+int loom_ck_step_name(const char *s, long long *step)
 {
 	char *end;
 	if (strncmp(s, "step-", 5) || s[5] < '0' || s[5] > '9')
@@ -88,7 +88,7 @@ static int cmp_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-int ckpt_list_steps(const char *dir, long long **steps, int *n)
+int loom_ck_list_steps(const char *dir, long long **steps, int *n)
 {
 	int dfd = open_dir(dir), cnt = 0, cap = 0;
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -102,7 +102,7 @@ int ckpt_list_steps(const char *dir, long long **steps, int *n)
 		return LOOM_ERR_IO;
 	}
 	while ((e = readdir(d))) {
-		if (!ckpt_step_name(e->d_name, &s) || !own_dir_entry(dfd, dir, e->d_name) ||
+		if (!loom_ck_step_name(e->d_name, &s) || !own_dir_entry(dfd, dir, e->d_name) ||
 		    !has_manifest(dfd, e->d_name))
 			continue;
 		if (cnt == cap) {
@@ -152,7 +152,7 @@ static int rmtree_at(int dfd, const char *dir, const char *name)
 	return unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
-int ckpt_rmtree(const char *dir, const char *name)
+int loom_ck_rmtree(const char *dir, const char *name)
 {
 	int dfd = open_dir(dir), rc;
 	if (dfd < 0)
@@ -162,7 +162,7 @@ int ckpt_rmtree(const char *dir, const char *name)
 	return rc;
 }
 
-/* ".NAME.tmp-PID" of ckpt_write_small whose writer PID is dead here */
+/* ".NAME.tmp-PID" of loom_ck_write_small whose writer PID is dead here */
 static int stale_small_tmp(const char *name)
 {
 	const char *p = name[0] == '.' ? strstr(name + 1, ".tmp-") : NULL;
@@ -185,22 +185,22 @@ static int leftover(const char *name)
 
 static int prune(const char *dir, int keep, long long just_committed, int remove);
 
-int ckpt_prune(const char *dir, int keep, long long just_committed)
+int loom_ck_prune(const char *dir, int keep, long long just_committed)
 {
 	return prune(dir, keep, just_committed, 1);
 }
 
-int ckpt_prune_mark(const char *dir, int keep, long long just_committed)
+int loom_ck_prune_mark(const char *dir, int keep, long long just_committed)
 {
 	return prune(dir, keep, just_committed, 0);
 }
 
 /* remove 0: the old steps are only renamed .prune-step-N (no longer
- * checkpoints), and those are left for ckpt_prune_sweep */
+ * checkpoints), and those are left for loom_ck_prune_sweep */
 static int prune(const char *dir, int keep, long long just_committed, int remove)
 {
 	long long *v;
-	int n, dfd, rc = ckpt_list_steps(dir, &v, &n);
+	int n, dfd, rc = loom_ck_list_steps(dir, &v, &n);
 	DIR *d;
 	struct dirent *e;
 	if (rc != LOOM_SUCCESS)
@@ -246,7 +246,7 @@ static int prune(const char *dir, int keep, long long just_committed, int remove
 	return LOOM_SUCCESS;
 }
 
-int ckpt_prune_sweep(const char *dir)
+int loom_ck_prune_sweep(const char *dir)
 {
 	int dfd = open_dir(dir);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -265,7 +265,7 @@ int ckpt_prune_sweep(const char *dir)
 
 /* NAME in DIR holds TEXT, or is unchanged: write aside (a new file, never
  * through a link someone left at that name), fsync, rename */
-int ckpt_write_small(const char *dir, const char *name, const char *text)
+int loom_ck_write_small(const char *dir, const char *name, const char *text)
 {
 	char tmp[300], from[4400], to[4400];
 	size_t n = strlen(text);
@@ -295,14 +295,14 @@ int ckpt_write_small(const char *dir, const char *name, const char *text)
 	return rc;
 }
 
-int ckpt_write_latest(const char *dir, long long step)
+int loom_ck_write_latest(const char *dir, long long step)
 {
 	char line[64];
 	snprintf(line, sizeof line, "step-%lld\n", step);
-	return ckpt_write_small(dir, "latest", line);
+	return loom_ck_write_small(dir, "latest", line);
 }
 
-long long ckpt_read_latest(const char *dir)
+long long loom_ck_read_latest(const char *dir)
 {
 	char line[64];
 	long long s;
@@ -320,5 +320,5 @@ long long ckpt_read_latest(const char *dir)
 		return -1;
 	line[got] = 0;
 	line[strcspn(line, "\n")] = 0;
-	return ckpt_step_name(line, &s) ? s : -1;
+	return loom_ck_step_name(line, &s) ? s : -1;
 }

@@ -4,7 +4,7 @@
  * rank's pieces sent (save) or received (load) packed or one message
  * each. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <stdlib.h>
@@ -14,21 +14,21 @@
 /* ------------------------------------------------------------------ */
 /* one operation                                                       */
 
-int ck_op_alloc(loom_ckpt_t *ck, ck_op_t *op, int algo)
+int loom_ck_op_alloc(loom_ckpt_t *ck, ck_op_t *op, int algo)
 {
 	memset(op, 0, sizeof *op);
 	op->sums.algo = algo;
 	op->bytes = calloc((size_t)ck->nt + 1, sizeof *op->bytes);
 	op->fnames = calloc((size_t)ck->nt + 1, sizeof *op->fnames);
 	op->fds = malloc(sizeof *op->fds * ((size_t)ck->nt + 1));
-	/* all of them, also on failure: ck_op_free must not close a
+	/* all of them, also on failure: loom_ck_op_free must not close a
 	 * descriptor the program owns */
 	for (int i = 0; op->fds && i < ck->nt; i++)
 		op->fds[i] = -1;
 	return op->bytes && op->fnames && op->fds ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
 }
 
-void ck_op_free(loom_ckpt_t *ck, ck_op_t *op)
+void loom_ck_op_free(loom_ckpt_t *ck, ck_op_t *op)
 {
 	for (int i = 0; op->fds && i < ck->nt; i++)
 		if (op->fds[i] >= 0)
@@ -40,10 +40,10 @@ void ck_op_free(loom_ckpt_t *ck, ck_op_t *op)
 	free(op->bytes);
 	free(op->sums.sums);
 	free(op->owner);
-	ckpt_plan_free(&op->p);
+	loom_ck_plan_free(&op->p);
 }
 
-int ck_op_sum_chunks(loom_ckpt_t *ck, ck_op_t *op)
+int loom_ck_op_sum_chunks(loom_ckpt_t *ck, ck_op_t *op)
 {
 	size_t n = (size_t)op->p.cbase[ck->nt];
 	if (n == 0)
@@ -52,7 +52,7 @@ int ck_op_sum_chunks(loom_ckpt_t *ck, ck_op_t *op)
 	return loom_allreduce(op->sums.sums, op->sums.sums, n, LOOM_INT64, LOOM_SUM, ck->comm);
 }
 
-void ck_op_stats(loom_ckpt_t *ck, const ck_op_t *op)
+void loom_ck_op_stats(loom_ckpt_t *ck, const ck_op_t *op)
 {
 	ck->st.bytes = 0;
 	for (int i = 0; op->bytes && i < ck->nt; i++)
@@ -64,10 +64,10 @@ void ck_op_stats(loom_ckpt_t *ck, const ck_op_t *op)
 /* ------------------------------------------------------------------ */
 /* gathering the plan                                                  */
 
-/* LOOM_CKPT_DIRECT_BYTES: see ckpt_plan_direct */
+/* LOOM_CKPT_DIRECT_BYTES: see loom_ck_plan_direct */
 #define DIRECT_MIN_DEFAULT (32L << 10)
 
-int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_t chunk,
+int loom_ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_t chunk,
 		 const ck_domains_t *given)
 {
 	ckpt_plan_in_t in;
@@ -76,32 +76,32 @@ int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_
 	uint64_t window;
 	int rc;
 	memset(p, 0, sizeof *p);
-	if ((rc = ck_agree(ck, lrs ? LOOM_SUCCESS : LOOM_ERR_NOMEM)))
+	if ((rc = loom_ck_agree(ck, lrs ? LOOM_SUCCESS : LOOM_ERR_NOMEM)))
 		goto out;
 	/* aggregators are picked node by node, by local rank */
 	lr = loom_comm_local_rank(ck->comm);
 	if ((rc = loom_allgather(&lr, lrs, 1, LOOM_INT32, ck->comm)))
 		goto out;
 	memset(&in, 0, sizeof in);
-	in.want_aggr = ck_env_long("LOOM_CKPT_AGGREGATORS", 0, 0, 1000000);
-	window = (uint64_t)ck_env_long("LOOM_CKPT_BUFFER_MB", 32, 1, 1 << 20) << 20;
+	in.want_aggr = loom_env_long("ckpt", "LOOM_CKPT_AGGREGATORS", 0, 0, 1000000);
+	window = (uint64_t)loom_env_long("ckpt", "LOOM_CKPT_BUFFER_MB", 32, 1, 1 << 20) << 20;
 	if (getenv("LOOM_CKPT_BUFFER_BYTES")) /* for tests: tiny windows */
-		window = (uint64_t)ck_env_long("LOOM_CKPT_BUFFER_BYTES", 1 << 20, 1, 1L << 40);
+		window = (uint64_t)loom_env_long("ckpt", "LOOM_CKPT_BUFFER_BYTES", 1 << 20, 1, 1L << 40);
 	/* the largest block count, window and direct threshold: both ends of
 	 * every message must cut the same pieces, so one value for all ranks
 	 * even if their environments differ */
-	mine[0] = ckpt_plan_nblocks(ck->t, ck->nt);
+	mine[0] = loom_ck_plan_nblocks(ck->t, ck->nt);
 	mine[1] = (int64_t)window;
-	mine[2] = ck_env_long("LOOM_CKPT_DIRECT_BYTES", DIRECT_MIN_DEFAULT, 1, 1L << 40);
+	mine[2] = loom_env_long("ckpt", "LOOM_CKPT_DIRECT_BYTES", DIRECT_MIN_DEFAULT, 1, 1L << 40);
 	if ((rc = loom_allreduce(mine, most, 3, LOOM_INT64, LOOM_MAX, ck->comm)))
 		goto out;
 	in.ndesc = most[0];
 	if (in.ndesc > 0) { /* everyone's blocks */
 		desc = malloc(sizeof *desc * (size_t)in.ndesc * CKPT_DESC_W);
 		all = malloc(sizeof *all * (size_t)in.ndesc * CKPT_DESC_W * (size_t)ck->size);
-		if ((rc = ck_agree(ck, desc && all ? LOOM_SUCCESS : LOOM_ERR_NOMEM)))
+		if ((rc = loom_ck_agree(ck, desc && all ? LOOM_SUCCESS : LOOM_ERR_NOMEM)))
 			goto out;
-		ckpt_plan_pack(ck->t, ck->nt, desc, in.ndesc);
+		loom_ck_plan_pack(ck->t, ck->nt, desc, in.ndesc);
 		if ((rc = loom_allgather(desc, all, (size_t)in.ndesc * CKPT_DESC_W, LOOM_INT64,
 					 ck->comm)))
 			goto out;
@@ -123,7 +123,7 @@ int ck_plan_make(loom_ckpt_t *ck, ckpt_plan_t *p, const uint64_t *bytes, uint64_
 	}
 	/* after the last collective of the plan: a rank that failed here
 	 * (out of memory) must not leave the others in the exchange */
-	rc = ck_agree(ck, ckpt_plan_build(p, &in));
+	rc = loom_ck_agree(ck, loom_ck_plan_build(p, &in));
 out:
 	free(desc);
 	free(all);
@@ -148,9 +148,9 @@ static void pack_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
 {
 	packst_t *s = arg;
 	if (s->to_window)
-		memcpy(s->dst + s->pos, ck_run_ptr(s->ck, r, v), len);
+		memcpy(s->dst + s->pos, loom_ck_run_ptr(s->ck, r, v), len);
 	else
-		memcpy(ck_run_ptr(s->ck, r, v), s->dst + s->pos, len);
+		memcpy(loom_ck_run_ptr(s->ck, r, v), s->dst + s->pos, len);
 	s->pos += len;
 }
 
@@ -171,9 +171,9 @@ static void self_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
 {
 	packst_t *s = arg;
 	if (s->to_window)
-		memcpy(s->win + (v - s->lo), ck_run_ptr(s->ck, r, v), len);
+		memcpy(s->win + (v - s->lo), loom_ck_run_ptr(s->ck, r, v), len);
 	else
-		memcpy(ck_run_ptr(s->ck, r, v), s->win + (v - s->lo), len);
+		memcpy(loom_ck_run_ptr(s->ck, r, v), s->win + (v - s->lo), len);
 }
 
 /* the requests of one round */
@@ -216,7 +216,7 @@ static void direct_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
 	if (d->rc)
 		return;
 	d->rc = reqv_post(d->reqs, d->ck->comm, d->send,
-			  d->window_side ? d->win + (v - d->lo) : ck_run_ptr(d->ck, r, v), len, d->peer);
+			  d->window_side ? d->win + (v - d->lo) : loom_ck_run_ptr(d->ck, r, v), len, d->peer);
 }
 
 static int grow(char **buf, uint64_t *cap, uint64_t need)
@@ -271,7 +271,7 @@ static int exch_alloc(exch_t *x, loom_ckpt_t *ck, ck_op_t *op, int writing)
 
 static void exch_free(exch_t *x)
 {
-	ck_writer_join(&x->writer, x->op);
+	loom_ck_writer_join(&x->writer, x->op);
 	free(x->cover.iv);
 	free(x->win);
 	free(x->win2);
@@ -296,15 +296,15 @@ static int own_window(exch_t *x, int k)
 	ck_op_t *op = x->op;
 	if (x->p->my_aggr < 0)
 		return LOOM_SUCCESS;
-	ckpt_plan_window(x->p, x->p->my_aggr, k, &x->mlo, &x->mhi);
+	loom_ck_plan_window(x->p, x->p->my_aggr, k, &x->mlo, &x->mhi);
 	if (grow(&x->win, &x->wincap, x->mhi - x->mlo + 1))
 		return LOOM_ERR_NOMEM;
 	if (x->writing) {
-		ckpt_plan_zero_holes(x->p, &x->cover, x->win, x->mlo, x->mhi);
+		loom_ck_plan_zero_holes(x->p, &x->cover, x->win, x->mlo, x->mhi);
 	} else if (x->mhi > x->mlo && !op->io_rc) {
-		op->io_rc = ck_window_io(op, x->win, x->mlo, x->mhi, 0, op->why, sizeof op->why);
+		op->io_rc = loom_ck_window_io(op, x->win, x->mlo, x->mhi, 0, op->why, sizeof op->why);
 		if (!op->io_rc)
-			ck_sums_feed(x->p, &op->sums, x->win, x->mlo, x->mhi - x->mlo);
+			loom_ck_sums_feed(x->p, &op->sums, x->win, x->mlo, x->mhi - x->mlo);
 	}
 	return LOOM_SUCCESS;
 }
@@ -316,7 +316,7 @@ static void copy_packed(exch_t *x, int who, uint64_t lo, uint64_t hi, char *buf,
 			int fill)
 {
 	packst_t s = { buf, 0, lo, x->win, x->ck, window_side ? !fill : fill };
-	ckpt_plan_pieces(x->p, who, lo, hi, window_side ? unpack_fn : pack_fn, &s);
+	loom_ck_plan_pieces(x->p, who, lo, hi, window_side ? unpack_fn : pack_fn, &s);
 }
 
 /* Posts rank who's pieces in [lo, hi) to or from peer: one message each,
@@ -324,10 +324,10 @@ static void copy_packed(exch_t *x, int who, uint64_t lo, uint64_t hi, char *buf,
 static int post_pieces(exch_t *x, int who, int peer, uint64_t lo, uint64_t hi, int send,
 		       int window_side, char **buf, uint64_t *cap, uint64_t *len)
 {
-	if (ckpt_plan_direct(x->p, who, lo, hi, len)) {
+	if (loom_ck_plan_direct(x->p, who, lo, hi, len)) {
 		directst_t d = { x->ck, &x->reqs, x->win, lo, peer, send, window_side, 0 };
 		*len = 0;
-		ckpt_plan_pieces(x->p, who, lo, hi, direct_fn, &d);
+		loom_ck_plan_pieces(x->p, who, lo, hi, direct_fn, &d);
 		return d.rc;
 	}
 	if (!*len)
@@ -360,10 +360,10 @@ static int post_rank(exch_t *x, int k)
 	int rc = LOOM_SUCCESS;
 	for (int j = 0; j < p->naggr && !rc; j++) {
 		uint64_t lo, hi;
-		ckpt_plan_window(p, j, k, &lo, &hi);
+		loom_ck_plan_window(p, j, k, &lo, &hi);
 		if (p->aggr[j] == ck->rank) {
 			packst_t s = { NULL, 0, lo, x->win, ck, x->writing };
-			ckpt_plan_pieces(p, ck->rank, lo, hi, self_fn, &s);
+			loom_ck_plan_pieces(p, ck->rank, lo, hi, self_fn, &s);
 			continue;
 		}
 		rc = post_pieces(x, ck->rank, p->aggr[j], lo, hi, x->writing, 0, &x->sbuf[j],
@@ -390,7 +390,7 @@ static void unpack_received(exch_t *x, int k)
 	const ckpt_plan_t *p = x->p;
 	for (int j = 0; j < p->naggr; j++) {
 		uint64_t lo, hi;
-		ckpt_plan_window(p, j, k, &lo, &hi);
+		loom_ck_plan_window(p, j, k, &lo, &hi);
 		if (p->aggr[j] != x->ck->rank && x->slen[j])
 			copy_packed(x, x->ck->rank, lo, hi, x->sbuf[j], 0, 0);
 	}
@@ -403,7 +403,7 @@ static void window_to_writer(exch_t *x)
 	for (int r = 0; r < x->ck->size; r++)
 		if (r != x->ck->rank && x->rlen[r])
 			copy_packed(x, r, x->mlo, x->mhi, x->rbuf[r], 1, 0);
-	if (ck_writer_start(&x->writer, x->op, x->win, x->mlo, x->mhi)) {
+	if (loom_ck_writer_start(&x->writer, x->op, x->win, x->mlo, x->mhi)) {
 		char *t = x->win;
 		uint64_t c = x->wincap;
 		x->win = x->win2;
@@ -413,7 +413,7 @@ static void window_to_writer(exch_t *x)
 	}
 }
 
-int ck_exchange(loom_ckpt_t *ck, ck_op_t *op, int writing)
+int loom_ck_exchange(loom_ckpt_t *ck, ck_op_t *op, int writing)
 {
 	exch_t x;
 	int rc = exch_alloc(&x, ck, op, writing);

@@ -1,7 +1,7 @@
 /* runtime/ckpt/ckpt_format.c: checksums and the MANIFEST text (the files of a
  * checkpoint directory: ckpt_dir.c; docs/checkpoint-format.md). No communication. */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
 
 #include <errno.h>
@@ -33,7 +33,7 @@ static void crc_init(void)
 			crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xff];
 }
 
-uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n)
+uint32_t loom_ck_crc32c(uint32_t crc, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	pthread_once(&crc_once, crc_init);
@@ -52,11 +52,11 @@ uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n)
 	return ~crc;
 }
 
-int ckpt_sum_default(void)
+int loom_ck_sum_default(void)
 {
 	const char *e = getenv("LOOM_CKPT_CHECKSUM");
-	if (e && ckpt_sum_parse(e) && ckpt_sum_supported(ckpt_sum_parse(e)))
-		return ckpt_sum_parse(e);
+	if (e && loom_ck_sum_parse(e) && loom_ck_sum_supported(loom_ck_sum_parse(e)))
+		return loom_ck_sum_parse(e);
 #ifdef HAVE_XXHASH
 	return CKPT_SUM_XXH3;
 #else
@@ -64,12 +64,12 @@ int ckpt_sum_default(void)
 #endif
 }
 
-const char *ckpt_sum_name(int algo)
+const char *loom_ck_sum_name(int algo)
 {
 	return algo == CKPT_SUM_XXH3 ? "xxh3-64" : algo == CKPT_SUM_CRC32C ? "crc32c" : "?";
 }
 
-int ckpt_sum_parse(const char *name)
+int loom_ck_sum_parse(const char *name)
 {
 	if (!strcmp(name, "xxh3-64"))
 		return CKPT_SUM_XXH3;
@@ -78,7 +78,7 @@ int ckpt_sum_parse(const char *name)
 	return 0;
 }
 
-int ckpt_sum_supported(int algo)
+int loom_ck_sum_supported(int algo)
 {
 #ifdef HAVE_XXHASH
 	return algo == CKPT_SUM_XXH3 || algo == CKPT_SUM_CRC32C;
@@ -87,12 +87,12 @@ int ckpt_sum_supported(int algo)
 #endif
 }
 
-int ckpt_hash_init(ckpt_hash_t *h, int algo)
+int loom_ck_hash_init(ckpt_hash_t *h, int algo)
 {
 	h->algo = algo;
 	h->crc = 0;
 	h->xx = NULL;
-	if (!ckpt_sum_supported(algo))
+	if (!loom_ck_sum_supported(algo))
 		return LOOM_ERR_UNSUPPORTED;
 #ifdef HAVE_XXHASH
 	if (algo == CKPT_SUM_XXH3) {
@@ -105,7 +105,7 @@ int ckpt_hash_init(ckpt_hash_t *h, int algo)
 	return LOOM_SUCCESS;
 }
 
-void ckpt_hash_update(ckpt_hash_t *h, const void *p, size_t n)
+void loom_ck_hash_update(ckpt_hash_t *h, const void *p, size_t n)
 {
 #ifdef HAVE_XXHASH
 	if (h->algo == CKPT_SUM_XXH3) {
@@ -113,10 +113,10 @@ void ckpt_hash_update(ckpt_hash_t *h, const void *p, size_t n)
 		return;
 	}
 #endif
-	h->crc = ckpt_crc32c(h->crc, p, n);
+	h->crc = loom_ck_crc32c(h->crc, p, n);
 }
 
-uint64_t ckpt_hash_final(ckpt_hash_t *h)
+uint64_t loom_ck_hash_final(ckpt_hash_t *h)
 {
 	uint64_t v = h->crc;
 #ifdef HAVE_XXHASH
@@ -129,31 +129,31 @@ uint64_t ckpt_hash_final(ckpt_hash_t *h)
 	return v;
 }
 
-uint64_t ckpt_hash_buf(int algo, const void *p, size_t n)
+uint64_t loom_ck_hash_buf(int algo, const void *p, size_t n)
 {
 	ckpt_hash_t h;
-	if (ckpt_hash_init(&h, algo) != LOOM_SUCCESS)
+	if (loom_ck_hash_init(&h, algo) != LOOM_SUCCESS)
 		return 0;
-	ckpt_hash_update(&h, p, n);
-	return ckpt_hash_final(&h);
+	loom_ck_hash_update(&h, p, n);
+	return loom_ck_hash_final(&h);
 }
 
-uint64_t ckpt_file_sum(int algo, const uint64_t *chunk_sums, size_t n)
+uint64_t loom_ck_file_sum(int algo, const uint64_t *chunk_sums, size_t n)
 {
 	ckpt_hash_t h;
-	if (ckpt_hash_init(&h, algo) != LOOM_SUCCESS)
+	if (loom_ck_hash_init(&h, algo) != LOOM_SUCCESS)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char le[8];
 		for (int k = 0; k < 8; k++)
 			le[k] = (unsigned char)(chunk_sums[i] >> (8 * k));
-		ckpt_hash_update(&h, le, 8);
+		loom_ck_hash_update(&h, le, 8);
 	}
-	return ckpt_hash_final(&h);
+	return loom_ck_hash_final(&h);
 }
 
 /* ---- manifest ---- */
-int ckpt_name_ok(const char *name)
+int loom_ck_name_ok(const char *name)
 {
 	size_t n = name ? strlen(name) : 0;
 	if (n == 0 || n > CKPT_NAME_MAX)
@@ -164,7 +164,7 @@ int ckpt_name_ok(const char *name)
 	return 1;
 }
 
-int ckpt_shape_bytes(int ndim, const uint64_t *shape, uint64_t esize, uint64_t *bytes)
+int loom_ck_shape_bytes(int ndim, const uint64_t *shape, uint64_t esize, uint64_t *bytes)
 {
 	uint64_t b = esize;
 	if (ndim < 1 || ndim > CKPT_MAX_NDIM || esize == 0)
@@ -193,7 +193,7 @@ static char *manifest_body(const ckpt_manifest_t *m, size_t *len)
 	if (!f)
 		return NULL;
 	fprintf(f, "loom-checkpoint 1\nstep %lld\nchecksum %s\nchunk %" PRIu64 "\n", m->step,
-		ckpt_sum_name(m->algo), m->chunk);
+		loom_ck_sum_name(m->algo), m->chunk);
 	fprintf(f, "writer %s\ntensors %d\n", m->writer[0] ? m->writer : "-", m->ntensors);
 	for (int i = 0; i < m->ntensors; i++) {
 		const ckpt_mtensor_t *t = &m->t[i];
@@ -211,138 +211,182 @@ static char *manifest_body(const ckpt_manifest_t *m, size_t *len)
 	return buf;
 }
 
-int ckpt_manifest_write(FILE *f, const ckpt_manifest_t *m)
+int loom_ck_manifest_write(FILE *f, const ckpt_manifest_t *m)
 {
 	size_t len;
 	char *body = manifest_body(m, &len);
 	if (!body)
 		return LOOM_ERR_NOMEM;
 	int ok = fwrite(body, 1, len, f) == len &&
-		 fprintf(f, "manifest-sum %016" PRIx64 "\n", ckpt_hash_buf(m->algo, body, len)) > 0;
+		 fprintf(f, "manifest-sum %016" PRIx64 "\n", loom_ck_hash_buf(m->algo, body, len)) > 0;
 	free(body);
 	return ok ? LOOM_SUCCESS : LOOM_ERR_IO;
 }
 
-void ckpt_manifest_free(ckpt_manifest_t *m)
+void loom_ck_manifest_free(ckpt_manifest_t *m)
 {
 	free(m->t);
 	m->t = NULL;
 	m->ntensors = 0;
 }
 
-#define WHY(...) do { snprintf(why, whylen, __VA_ARGS__); goto bad; } while (0)
+/* in the helpers of the parse: the reason, and -1 */
+#define BAD(...) do { snprintf(why, whylen, __VA_ARGS__); return -1; } while (0)
 
-int ckpt_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *why,
+/* what the parse has read so far */
+typedef struct {
+	const char *buf;  /* the copy of the text whose lines are parsed */
+	size_t len;
+	int ntens, seen, done, lineno;
+	size_t bodylen;   /* the text up to and with "end\n": what manifest-sum sums */
+} mstate_t;
+
+/* the line after "end": the manifest's own sum over the text before it */
+static int parse_sum_line(const char *line, const mstate_t *st, const ckpt_manifest_t *m,
+			  const char *text, char *why, size_t whylen)
+{
+	uint64_t got, want;
+	if (sscanf(line, "manifest-sum %" SCNx64, &want) != 1)
+		BAD("line %d: expected manifest-sum", st->lineno);
+	if (!loom_ck_sum_supported(m->algo))
+		BAD("checksum %s not supported by this build", loom_ck_sum_name(m->algo));
+	got = loom_ck_hash_buf(m->algo, text, st->bodylen);
+	if (got != want)
+		BAD("manifest checksum mismatch: expected %016" PRIx64 ", got %016" PRIx64, want, got);
+	return 0;
+}
+
+/* "D0,D1,...": t's dimensions */
+static int parse_shape(char *shape, int lineno, ckpt_mtensor_t *t, char *why, size_t whylen)
+{
+	char *endp;
+	for (char *s = shape; *s;) {
+		if (t->ndim >= CKPT_MAX_NDIM)
+			BAD("line %d: too many dimensions", lineno);
+		errno = 0;
+		t->shape[t->ndim] = strtoull(s, &endp, 10);
+		if (*s < '0' || *s > '9' || errno || (*endp && *endp != ','))
+			BAD("line %d: bad shape", lineno);
+		t->ndim++;
+		s = *endp ? endp + 1 : endp;
+	}
+	return 0;
+}
+
+/* "tensor NAME dtype DT shape D0,D1 bytes N file F sum X" into t, its
+ * bytes checked against its shape */
+static int parse_tensor(const char *line, int lineno, ckpt_mtensor_t *t, char *why,
 			size_t whylen)
 {
-	char *buf = malloc(len + 1), *save = NULL, *line, *endp;
-	int ntens = -1, seen = 0, done = 0, lineno = 0;
-	size_t bodylen = 0;
+	char name[CKPT_NAME_MAX + 2], dt[32], shape[256], file[40];
+	uint64_t want;
+	if (sscanf(line, "tensor %201s dtype %31s shape %255s bytes %" SCNu64
+			 " file %39s sum %" SCNx64,
+		   name, dt, shape, &t->bytes, file, &t->sum) != 6)
+		BAD("line %d: bad tensor line", lineno);
+	if (!loom_ck_name_ok(name))
+		BAD("line %d: bad tensor name", lineno);
+	strcpy(t->name, name);
+	if ((t->dtype = dtype_parse(dt)) < 0)
+		BAD("line %d: unknown dtype '%s'", lineno, dt);
+	if (strlen(file) >= sizeof t->file || strchr(file, '/') || file[0] == '.')
+		BAD("line %d: bad file name", lineno);
+	strcpy(t->file, file);
+	if (parse_shape(shape, lineno, t, why, whylen))
+		return -1;
+	if (!loom_ck_shape_bytes(t->ndim, t->shape, loom_dtype_size((loom_dtype_t)t->dtype), &want))
+		BAD("line %d: tensor %s: the shape has no dimension or is too large "
+		    "(%" PRIu64 " bytes or more)", lineno, t->name, CKPT_BYTES_MAX);
+	if (want != t->bytes)
+		BAD("line %d: tensor %s: bytes %" PRIu64 " do not match its shape", lineno, t->name,
+		    t->bytes);
+	return 0;
+}
+
+/* one line before "end" (or "end" itself) into m and st */
+static int parse_line(const char *line, mstate_t *st, ckpt_manifest_t *m, char *why, size_t whylen)
+{
+	char w1[64];
+	int lineno = st->lineno;
+	if (lineno == 1) {
+		if (strcmp(line, "loom-checkpoint 1"))
+			BAD("not a loom checkpoint manifest (format line '%.40s')", line);
+	} else if (sscanf(line, "step %lld", &m->step) == 1) {
+	} else if (sscanf(line, "checksum %63s", w1) == 1) {
+		if (!(m->algo = loom_ck_sum_parse(w1)))
+			BAD("unknown checksum '%s'", w1);
+	} else if (sscanf(line, "chunk %" SCNu64, &m->chunk) == 1) {
+		if (m->chunk < CKPT_CHUNK_MIN || m->chunk > CKPT_CHUNK_MAX)
+			BAD("line %d: chunk %" PRIu64 " outside %" PRIu64 "..%" PRIu64 " bytes", lineno,
+			    m->chunk, CKPT_CHUNK_MIN, CKPT_CHUNK_MAX);
+	} else if (!strncmp(line, "writer ", 7)) {
+		snprintf(m->writer, sizeof m->writer, "%s", line + 7);
+	} else if (sscanf(line, "tensors %d", &st->ntens) == 1) {
+		/* each tensor line takes more than 32 bytes of the text */
+		if (st->ntens < 0 || (size_t)st->ntens > st->len / 32 || m->t)
+			BAD("line %d: bad tensor count", lineno);
+		m->t = calloc((size_t)st->ntens + 1, sizeof *m->t);
+		if (!m->t)
+			BAD("out of memory");
+	} else if (!strncmp(line, "tensor ", 7)) {
+		if (!m->t || st->seen >= st->ntens)
+			BAD("line %d: more tensors than declared", lineno);
+		if (parse_tensor(line, lineno, &m->t[st->seen], why, whylen))
+			return -1;
+		st->seen++;
+	} else if (!strcmp(line, "end")) {
+		st->done = 1;
+		st->bodylen = (size_t)(line - st->buf) + 4;
+	} else {
+		BAD("line %d: not understood: '%.40s'", lineno, line);
+	}
+	return 0;
+}
+
+#define WHY(...) do { snprintf(why, whylen, __VA_ARGS__); goto bad; } while (0)
+
+int loom_ck_manifest_parse(const char *text, size_t len, ckpt_manifest_t *m, char *why,
+			   size_t whylen)
+{
+	char *buf = malloc(len + 1), *save = NULL, *line;
+	mstate_t st = { .len = len, .ntens = -1 };
 	memset(m, 0, sizeof *m);
 	if (!buf)
 		return LOOM_ERR_NOMEM;
 	memcpy(buf, text, len);
 	buf[len] = 0;
+	st.buf = buf;
 	if (strlen(buf) != len)
 		WHY("NUL byte in manifest");
 	if (len == 0 || buf[len - 1] != '\n')
 		WHY("manifest truncated (no final newline)");
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char w1[64], w2[CKPT_NAME_MAX + 2];
-		lineno++;
-		if (done) {
-			uint64_t got, want;
-			if (sscanf(line, "manifest-sum %" SCNx64, &want) != 1)
-				WHY("line %d: expected manifest-sum", lineno);
-			if (!ckpt_sum_supported(m->algo))
-				WHY("checksum %s not supported by this build", ckpt_sum_name(m->algo));
-			got = ckpt_hash_buf(m->algo, text, bodylen);
-			if (got != want)
-				WHY("manifest checksum mismatch: expected %016" PRIx64 ", got %016" PRIx64,
-				    want, got);
-			done = 2;
+		st.lineno++;
+		if (st.done) {
+			if (parse_sum_line(line, &st, m, text, why, whylen))
+				goto bad;
+			st.done = 2;
 			break;
 		}
-		if (lineno == 1) {
-			if (strcmp(line, "loom-checkpoint 1"))
-				WHY("not a loom checkpoint manifest (format line '%.40s')", line);
-		} else if (sscanf(line, "step %lld", &m->step) == 1) {
-		} else if (sscanf(line, "checksum %63s", w1) == 1) {
-			if (!(m->algo = ckpt_sum_parse(w1)))
-				WHY("unknown checksum '%s'", w1);
-		} else if (sscanf(line, "chunk %" SCNu64, &m->chunk) == 1) {
-			if (m->chunk < CKPT_CHUNK_MIN || m->chunk > CKPT_CHUNK_MAX)
-				WHY("line %d: chunk %" PRIu64 " outside %" PRIu64 "..%" PRIu64 " bytes",
-				    lineno, m->chunk, CKPT_CHUNK_MIN, CKPT_CHUNK_MAX);
-		} else if (!strncmp(line, "writer ", 7)) {
-			snprintf(m->writer, sizeof m->writer, "%s", line + 7);
-		} else if (sscanf(line, "tensors %d", &ntens) == 1) {
-			/* each tensor line takes more than 32 bytes of the text */
-			if (ntens < 0 || (size_t)ntens > len / 32 || m->t)
-				WHY("line %d: bad tensor count", lineno);
-			m->t = calloc((size_t)ntens + 1, sizeof *m->t);
-			if (!m->t)
-				WHY("out of memory");
-		} else if (!strncmp(line, "tensor ", 7)) {
-			ckpt_mtensor_t *t;
-			char dt[32], shape[256], file[40];
-			uint64_t want;
-			if (!m->t || seen >= ntens)
-				WHY("line %d: more tensors than declared", lineno);
-			t = &m->t[seen];
-			if (sscanf(line, "tensor %201s dtype %31s shape %255s bytes %" SCNu64
-					 " file %39s sum %" SCNx64,
-				   w2, dt, shape, &t->bytes, file, &t->sum) != 6)
-				WHY("line %d: bad tensor line", lineno);
-			if (!ckpt_name_ok(w2))
-				WHY("line %d: bad tensor name", lineno);
-			strcpy(t->name, w2);
-			if ((t->dtype = dtype_parse(dt)) < 0)
-				WHY("line %d: unknown dtype '%s'", lineno, dt);
-			if (strlen(file) >= sizeof t->file || strchr(file, '/') || file[0] == '.')
-				WHY("line %d: bad file name", lineno);
-			strcpy(t->file, file);
-			for (char *s = shape; *s;) {
-				if (t->ndim >= CKPT_MAX_NDIM)
-					WHY("line %d: too many dimensions", lineno);
-				errno = 0;
-				t->shape[t->ndim] = strtoull(s, &endp, 10);
-				if (*s < '0' || *s > '9' || errno || (*endp && *endp != ','))
-					WHY("line %d: bad shape", lineno);
-				t->ndim++;
-				s = *endp ? endp + 1 : endp;
-			}
-			if (!ckpt_shape_bytes(t->ndim, t->shape, loom_dtype_size((loom_dtype_t)t->dtype),
-					      &want))
-				WHY("line %d: tensor %s: the shape has no dimension or is too large "
-				    "(%" PRIu64 " bytes or more)", lineno, t->name, CKPT_BYTES_MAX);
-			if (want != t->bytes)
-				WHY("line %d: tensor %s: bytes %" PRIu64 " do not match its shape", lineno,
-				    t->name, t->bytes);
-			seen++;
-		} else if (!strcmp(line, "end")) {
-			done = 1;
-			bodylen = (size_t)(line - buf) + 4;
-		} else {
-			WHY("line %d: not understood: '%.40s'", lineno, line);
-		}
+		if (parse_line(line, &st, m, why, whylen))
+			goto bad;
 	}
-	if (done != 2)
-		WHY("manifest incomplete (no %s line)", done ? "manifest-sum" : "end");
-	if (ntens < 0 || seen != ntens)
-		WHY("manifest lists %d tensors, declares %d", seen, ntens);
+	if (st.done != 2)
+		WHY("manifest incomplete (no %s line)", st.done ? "manifest-sum" : "end");
+	if (st.ntens < 0 || st.seen != st.ntens)
+		WHY("manifest lists %d tensors, declares %d", st.seen, st.ntens);
 	if (!m->algo || !m->chunk)
 		WHY("manifest lacks checksum or chunk");
-	m->ntensors = ntens;
+	m->ntensors = st.ntens;
 	free(buf);
 	return LOOM_SUCCESS;
 bad:
 	free(buf);
-	ckpt_manifest_free(m);
+	loom_ck_manifest_free(m);
 	return LOOM_ERR_CORRUPT;
 }
 
-int ckpt_read_small(const char *stepdir, const char *name, size_t max, char **text,
+int loom_ck_read_small(const char *stepdir, const char *name, size_t max, char **text,
 		    size_t *len, char *why, size_t whylen)
 {
 	struct stat st;
@@ -380,16 +424,16 @@ int ckpt_read_small(const char *stepdir, const char *name, size_t max, char **te
 	return LOOM_SUCCESS;
 }
 
-int ckpt_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen)
+int loom_ck_manifest_load(const char *stepdir, ckpt_manifest_t *m, char *why, size_t whylen)
 {
 	char *text;
 	size_t len;
 	int rc;
 	memset(m, 0, sizeof *m);
-	rc = ckpt_read_small(stepdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
+	rc = loom_ck_read_small(stepdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
 	if (rc != LOOM_SUCCESS)
 		return rc;
-	rc = ckpt_manifest_parse(text, len, m, why, whylen);
+	rc = loom_ck_manifest_parse(text, len, m, why, whylen);
 	free(text);
 	if (rc != LOOM_SUCCESS) {
 		char tmp[512];

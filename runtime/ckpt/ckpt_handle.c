@@ -1,45 +1,14 @@
 /* runtime/ckpt/ckpt_handle.c: the checkpoint handle: open/close, settings,
- * the registered tensors, the agreed stop, and the agreement helpers the
- * save and load steps use. */
+ * the registered tensors, the agreed stop. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-double ck_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int ck_agree(loom_ckpt_t *ck, int rc)
-{
-	int32_t v = rc, out = 0;
-	int c = loom_allreduce(&v, &out, 1, LOOM_INT32, LOOM_MIN, ck->comm);
-	return c != LOOM_SUCCESS ? c : out;
-}
-
-long ck_env_long(const char *name, long def, long lo, long hi)
-{
-	const char *e = getenv(name);
-	char *end;
-	long v;
-	if (!e || !*e)
-		return def;
-	v = strtol(e, &end, 10);
-	if (*end || v < lo || v > hi) {
-		LOOM_WARN("ckpt: %s=%s ignored (want %ld..%ld); using %ld", name, e, lo, hi, def);
-		return def;
-	}
-	return v;
-}
 
 int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 {
@@ -60,7 +29,7 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 	ck->comm = comm;
 	ck->rank = loom_comm_rank(comm);
 	ck->size = loom_comm_size(comm);
-	ck->keep = (int)ck_env_long("LOOM_CKPT_KEEP", 2, 1, 1000000);
+	ck->keep = (int)loom_env_long("ckpt", "LOOM_CKPT_KEEP", 2, 1, 1000000);
 	ck->mode = LOOM_CKPT_AUTO;
 	if ((e = getenv("LOOM_CKPT_MODE")) && *e) {
 		if (!strcmp(e, "independent"))
@@ -71,7 +40,7 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 			LOOM_WARN("ckpt: LOOM_CKPT_MODE=%s not understood (auto|two-phase|independent); "
 				  "using auto", e);
 	}
-	ck->async = (int)ck_env_long("LOOM_CKPT_ASYNC", 0, 0, 1);
+	ck->async = (int)loom_env_long("ckpt", "LOOM_CKPT_ASYNC", 0, 0, 1);
 	e = getenv("SLURM_JOB_ID");
 	snprintf(ck->job, sizeof ck->job, "%s", e && *e ? e : "nojob");
 	for (char *c = ck->job; *c; c++) /* it becomes part of file names */
@@ -93,12 +62,12 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 		rc = LOOM_ERR_IO;
 	} else if (!(ck->dir = strdup(dir))) {
 		rc = LOOM_ERR_NOMEM;
-	} else if ((rc = ck_bg_new(ck)) == LOOM_SUCCESS) {
-		rc = ck_cache_open(ck);
+	} else if ((rc = loom_ck_bg_new(ck)) == LOOM_SUCCESS) {
+		rc = loom_ck_cache_open(ck);
 	}
-	rc = ck_agree(ck, rc);
+	rc = loom_ck_agree(ck, rc);
 	if (rc == LOOM_SUCCESS)
-		rc = ck_cache_check(ck);
+		rc = loom_ck_cache_check(ck);
 	if (rc != LOOM_SUCCESS) {
 		free(ck->bg);
 		free(ck->cache);
@@ -112,10 +81,10 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 	/* a request of an earlier run of this job has been acted on */
 	if (ck->rank == 0) {
 		char p[4200];
-		snprintf(p, sizeof p, "%s/%s", ck->dir, CKPT_REQUEUE_FILE);
+		snprintf(p, sizeof p, "%s/%s", ck->dir, LOOM_REQUEUE_FILE);
 		unlink(p);
 	}
-	ck_signals_install();
+	loom_ck_signals_install();
 	*out = ck;
 	return LOOM_SUCCESS;
 }
@@ -155,10 +124,10 @@ int loom_ckpt_close(loom_ckpt_t *ck)
 	int rc;
 	if (!ck)
 		return LOOM_ERR_INVALID;
-	rc = ck_bg_free(ck); /* the save in flight ends first */
-	ck_sweep_join(ck);
+	rc = loom_ck_bg_free(ck); /* the save in flight ends first */
+	loom_ck_sweep_join(ck);
 	free(ck->sweep);
-	ck_signals_remove();
+	loom_ck_signals_remove();
 	for (int i = 0; i < ck->nt; i++)
 		free(ck->t[i].b);
 	free(ck->t);
@@ -174,9 +143,9 @@ int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int 
 	ckpt_tensor_t *t = NULL;
 	uint64_t sh[CKPT_MAX_NDIM], off[CKPT_MAX_NDIM], ext[CKPT_MAX_NDIM], bytes = 0;
 	int declare = !offset && !extent && !data;
-	if (!ck || !ckpt_name_ok(name) || loom_dtype_size(dtype) == 0 || ndim < 1 ||
+	if (!ck || !loom_ck_name_ok(name) || loom_dtype_size(dtype) == 0 || ndim < 1 ||
 	    ndim > CKPT_MAX_NDIM || !shape || (!declare && (!offset || !extent || !data))) {
-		LOOM_ERR("ckpt: loom_ckpt_tensor(%s): bad argument", name && ckpt_name_ok(name) ? name : "?");
+		LOOM_ERR("ckpt: loom_ckpt_tensor(%s): bad argument", name && loom_ck_name_ok(name) ? name : "?");
 		return LOOM_ERR_INVALID;
 	}
 	for (int d = 0; d < ndim; d++) {
@@ -184,12 +153,12 @@ int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int 
 		off[d] = declare ? 0 : offset[d];
 		ext[d] = declare ? 0 : extent[d];
 	}
-	if (!ckpt_shape_bytes(ndim, sh, loom_dtype_size(dtype), &bytes)) {
+	if (!loom_ck_shape_bytes(ndim, sh, loom_dtype_size(dtype), &bytes)) {
 		LOOM_ERR("ckpt: tensor %s: shape too large (%d dimensions whose product times %zu "
 			 "bytes reaches 2^60 bytes or overflows)", name, ndim, loom_dtype_size(dtype));
 		return LOOM_ERR_INVALID;
 	}
-	if (!declare && ckpt_block_runs(ndim, sh, off, ext, 1, NULL, NULL) < 0) {
+	if (!declare && loom_ck_block_runs(ndim, sh, off, ext, 1, NULL, NULL) < 0) {
 		LOOM_ERR("ckpt: tensor %s: block outside the global shape", name);
 		return LOOM_ERR_INVALID;
 	}
@@ -251,7 +220,7 @@ int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop)
 	int rc;
 	if (!ck || !stop)
 		return LOOM_ERR_INVALID;
-	v[0] = ck->stopped ? ck->stopped : ck_signal_seen();
+	v[0] = ck->stopped ? ck->stopped : loom_ck_signal_seen();
 	v[1] = step;
 	v[2] = -(int64_t)step;
 	rc = loom_allreduce(v, r, 3, LOOM_INT64, LOOM_MAX, ck->comm);
@@ -266,33 +235,9 @@ int loom_ckpt_should_stop(loom_ckpt_t *ck, long long step, int *stop)
 		ck->stopped = (int)r[0];
 		if (ck->rank == 0)
 			LOOM_INFO("ckpt: stop agreed at step %lld (SIG%s)", step,
-				  ck_sig_name((int)r[0]));
+				  loom_ck_sig_name((int)r[0]));
 	}
 	*stop = r[0] ? 1 : 0;
 	/* stopping: the save in flight is committed before the stop save */
-	return *stop ? ck_bg_settle(ck) : LOOM_SUCCESS;
+	return *stop ? loom_ck_bg_settle(ck) : LOOM_SUCCESS;
 }
-
-int ck_table_check(loom_ckpt_t *ck)
-{
-	uint32_t h = 0;
-	int64_t v[2], r[2];
-	int rc;
-	for (int i = 0; i < ck->nt; i++) {
-		h = ckpt_crc32c(h, ck->t[i].name, strlen(ck->t[i].name) + 1);
-		h = ckpt_crc32c(h, &ck->t[i].dtype, sizeof ck->t[i].dtype);
-		h = ckpt_crc32c(h, ck->t[i].shape, sizeof(uint64_t) * (size_t)ck->t[i].ndim);
-	}
-	v[0] = (int64_t)h;
-	v[1] = -(int64_t)h;
-	if ((rc = loom_allreduce(v, r, 2, LOOM_INT64, LOOM_MAX, ck->comm)))
-		return rc;
-	if (r[0] != -r[1]) {
-		if (ck->rank == 0)
-			LOOM_ERR("ckpt: ranks registered different tensors (names, dtypes, shapes or "
-				 "order differ)");
-		return LOOM_ERR_MISMATCH;
-	}
-	return LOOM_SUCCESS;
-}
-

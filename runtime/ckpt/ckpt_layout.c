@@ -1,8 +1,8 @@
 /* runtime/ckpt/ckpt_layout.c: row-major block runs and aggregator domains
- * (pure functions, see ckpt.h). */
-#include "ckpt/ckpt.h"
+ * (pure functions, see ckpt_nocomm.h). */
+#include "ckpt/ckpt_nocomm.h"
 
-long ckpt_block_runs(int ndim, const uint64_t *shape, const uint64_t *offset,
+long loom_ck_block_runs(int ndim, const uint64_t *shape, const uint64_t *offset,
 		     const uint64_t *extent, size_t esize,
 		     void (*cb)(void *arg, const ckpt_run_t *run), void *arg)
 {
@@ -69,7 +69,7 @@ static uint64_t next_chunk_start(size_t nfiles, const uint64_t *bytes, uint64_t 
 	return base;
 }
 
-void ckpt_domains(size_t nfiles, const uint64_t *bytes, uint64_t chunk, int naggr,
+void loom_ck_domains(size_t nfiles, const uint64_t *bytes, uint64_t chunk, int naggr,
 		  uint64_t *start)
 {
 	uint64_t total = 0;

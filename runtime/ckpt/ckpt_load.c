@@ -1,9 +1,9 @@
-/* runtime/ckpt/ckpt_load.c: loom_ckpt_load (the manifest checked against the
+/* runtime/ckpt/ckpt_load.c: the load of one step from one source (the
+ * shared directory or the node caches): the manifest checked against the
  * registered tensors, the files read through the aggregators, every
- * chunk verified), and finding the step to load: latest, restore (the
- * newest usable one), resume_step. */
+ * chunk verified. Which step and source: ckpt_api.c. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <errno.h>
@@ -24,7 +24,7 @@ static int manifest_from(loom_ckpt_t *ck, const ck_src_t *src, ckpt_manifest_t *
 	int rc = LOOM_SUCCESS, c;
 	memset(m, 0, sizeof *m);
 	if (ck->rank == src->mroot) {
-		rc = ckpt_read_small(src->sdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
+		rc = loom_ck_read_small(src->sdir, "MANIFEST", CKPT_MANIFEST_MAX, &text, &len, why, whylen);
 		n = rc ? -1 : (int64_t)len;
 	}
 	if ((c = loom_broadcast(&n, &n, 1, LOOM_INT64, src->mroot, ck->comm)))
@@ -38,11 +38,11 @@ static int manifest_from(loom_ckpt_t *ck, const ck_src_t *src, ckpt_manifest_t *
 	}
 	if (ck->rank != src->mroot && !(text = malloc((size_t)n + 1)))
 		rc = LOOM_ERR_NOMEM;
-	if ((c = ck_agree(ck, rc)))
+	if ((c = loom_ck_agree(ck, rc)))
 		goto out;
 	if (n > 0 && (c = loom_broadcast(text, text, (size_t)n, LOOM_INT8, src->mroot, ck->comm)))
 		goto out;
-	rc = ckpt_manifest_parse(text, (size_t)n, m, why, whylen);
+	rc = loom_ck_manifest_parse(text, (size_t)n, m, why, whylen);
 out:
 	free(text);
 	return c ? c : rc;
@@ -55,12 +55,12 @@ static int load_manifest(loom_ckpt_t *ck, ck_op_t *op, const ck_src_t *src, long
 			 ckpt_manifest_t *m, uint64_t **want)
 {
 	const char *sdir = src->sdir;
-	int alloc = ck_op_alloc(ck, op, 0), rc;
-	rc = src->mroot < 0 ? ckpt_manifest_load(sdir, m, op->why, sizeof op->why)
+	int alloc = loom_ck_op_alloc(ck, op, 0), rc;
+	rc = src->mroot < 0 ? loom_ck_manifest_load(sdir, m, op->why, sizeof op->why)
 			    : manifest_from(ck, src, m, op->why, sizeof op->why);
-	if (rc == LOOM_SUCCESS && !ckpt_sum_supported(m->algo)) {
+	if (rc == LOOM_SUCCESS && !loom_ck_sum_supported(m->algo)) {
 		snprintf(op->why, sizeof op->why, "%.400s/MANIFEST: checksum %s not supported by this build",
-			 sdir, ckpt_sum_name(m->algo));
+			 sdir, loom_ck_sum_name(m->algo));
 		rc = LOOM_ERR_UNSUPPORTED;
 	}
 	if (rc == LOOM_SUCCESS && m->step != step) {
@@ -104,7 +104,7 @@ static void load_files(loom_ckpt_t *ck, ck_op_t *op, const char *sdir)
 	for (int i = 0; i < ck->nt && !op->io_rc; i++) {
 		char f[4200];
 		struct stat st;
-		if (!ckpt_plan_touches(&op->p, ck->rank, i, 0))
+		if (!loom_ck_plan_touches(&op->p, ck->rank, i, 0))
 			continue;
 		snprintf(f, sizeof f, "%s/%s", sdir, op->fnames[i]);
 		if ((op->fds[i] = open(f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
@@ -130,13 +130,13 @@ static int load_verify(loom_ckpt_t *ck, const ck_op_t *op, const char *sdir, con
 	const ckpt_plan_t *p = &op->p;
 	int rc = LOOM_SUCCESS;
 	for (int i = 0; i < ck->nt; i++) {
-		uint64_t got = ckpt_file_sum(op->sums.algo, op->sums.sums + p->cbase[i],
+		uint64_t got = loom_ck_file_sum(op->sums.algo, op->sums.sums + p->cbase[i],
 					     p->cbase[i + 1] - p->cbase[i]);
 		if (got != want[i]) {
 			if (ck->rank == 0)
 				LOOM_WARN("ckpt: %s/%s (tensor %s): %s checksum mismatch: expected %016" PRIx64
 					  ", got %016" PRIx64, sdir, op->fnames[i], ck->t[i].name,
-					  ckpt_sum_name(op->sums.algo), want[i], got);
+					  loom_ck_sum_name(op->sums.algo), want[i], got);
 			rc = LOOM_ERR_CORRUPT;
 		}
 	}
@@ -154,8 +154,8 @@ static int agree_manifest(loom_ckpt_t *ck, const ck_op_t *op, const ckpt_manifes
 	uint32_t h = 0;
 	int rc;
 	for (int i = 0; i < ck->nt; i++) {
-		h = ckpt_crc32c(h, &op->bytes[i], sizeof op->bytes[i]);
-		h = ckpt_crc32c(h, &want[i], sizeof want[i]);
+		h = loom_ck_crc32c(h, &op->bytes[i], sizeof op->bytes[i]);
+		h = loom_ck_crc32c(h, &want[i], sizeof want[i]);
 	}
 	v[0] = (int64_t)m->chunk;
 	v[1] = -(int64_t)m->chunk;
@@ -170,212 +170,46 @@ static int agree_manifest(loom_ckpt_t *ck, const ck_op_t *op, const ckpt_manifes
 	LOOM_ERR("ckpt: ranks read different manifests of step %lld in %s: chunk %lld..%lld "
 		 "bytes, checksum %s..%s, tensor sizes or sums %s (this rank: chunk %llu, %s); is "
 		 "it the same shared directory on every node?", step, ck->dir, (long long)-r[1],
-		 (long long)r[0], ckpt_sum_name((int)-r[3]), ckpt_sum_name((int)r[2]),
+		 (long long)r[0], loom_ck_sum_name((int)-r[3]), loom_ck_sum_name((int)r[2]),
 		 r[4] == -r[5] ? "agree" : "differ", (unsigned long long)m->chunk,
-		 ckpt_sum_name(m->algo));
+		 loom_ck_sum_name(m->algo));
 	return LOOM_ERR_MISMATCH;
 }
 
-int ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src)
+int loom_ck_load_from(loom_ckpt_t *ck, long long step, const ck_src_t *src)
 {
 	const char *sdir = src->sdir;
 	uint64_t *want = NULL;
 	ckpt_manifest_t m;
 	ck_op_t op;
 	int rc;
-	double t0 = ck_now_s();
+	double t0 = loom_now();
 	memset(&m, 0, sizeof m);
-	if ((rc = ck_table_check(ck)))
+	if ((rc = loom_ck_table_check(ck)))
 		return rc;
 	rc = load_manifest(ck, &op, src, step, &m, &want);
 	if (rc && (ck->rank == 0 || ck->rank == src->mroot))
 		LOOM_WARN("ckpt: %s", op.why);
-	if ((rc = ck_agree(ck, rc)) || (rc = agree_manifest(ck, &op, &m, want, step)))
+	if ((rc = loom_ck_agree(ck, rc)) || (rc = agree_manifest(ck, &op, &m, want, step)))
 		goto out;
 	op.sums.algo = m.algo;
-	if ((rc = ck_plan_make(ck, &op.p, op.bytes, m.chunk, src->given)))
+	if ((rc = loom_ck_plan_make(ck, &op.p, op.bytes, m.chunk, src->given)))
 		goto out;
 	load_files(ck, &op, sdir);
-	if ((rc = ck_exchange(ck, &op, 0)))
+	if ((rc = loom_ck_exchange(ck, &op, 0)))
 		goto out;
 	if (op.io_rc)
 		LOOM_WARN("ckpt: step %lld: %s", step, op.why);
-	if ((rc = ck_agree(ck, op.io_rc)) || (rc = ck_op_sum_chunks(ck, &op)))
+	if ((rc = loom_ck_agree(ck, op.io_rc)) || (rc = loom_ck_op_sum_chunks(ck, &op)))
 		goto out;
 	rc = load_verify(ck, &op, sdir, want);
 out:
-	ck->st.total_s = ck->st.data_s = ck_now_s() - t0;
+	ck->st.total_s = ck->st.data_s = loom_now() - t0;
 	ck->st.commit_s = 0;
-	ck_op_stats(ck, &op);
+	loom_ck_op_stats(ck, &op);
 	ck->st.mode = LOOM_CKPT_TWO_PHASE;
 	free(want);
-	ckpt_manifest_free(&m);
-	ck_op_free(ck, &op);
+	loom_ck_manifest_free(&m);
+	loom_ck_op_free(ck, &op);
 	return rc;
-}
-
-/* step from the shared directory */
-static int load_shared(loom_ckpt_t *ck, long long step)
-{
-	char sdir[4096];
-	ck_src_t src = { sdir, -1, NULL };
-	snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, step);
-	return ck_load_from(ck, step, &src);
-}
-
-int loom_ckpt_load(loom_ckpt_t *ck, long long step)
-{
-	long long got;
-	int rc;
-	if (!ck || step < 0)
-		return LOOM_ERR_INVALID;
-	if ((rc = ck_bg_settle(ck)))
-		return rc;
-	/* the node caches first, when they hold it */
-	if (ck->cache) {
-		rc = ck_cache_restore(ck, step, step, &got);
-		if (rc != LOOM_ERR_NOT_FOUND)
-			return rc;
-	}
-	return load_shared(ck, step);
-}
-
-int ck_comm_error(int rc)
-{
-	return rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_TIMEOUT || rc == LOOM_ERR_ABORTED ||
-	       rc == LOOM_ERR_BOOTSTRAP || rc == LOOM_ERR_NOMEM;
-}
-
-/* rank 0's list of committed steps (descending), on every rank */
-static int steps_everywhere(loom_ckpt_t *ck, long long **steps, int *n)
-{
-	int64_t cnt = 0;
-	long long *v = NULL;
-	int c = 0, rc = LOOM_SUCCESS;
-	if (ck->rank == 0) {
-		rc = ckpt_list_steps(ck->dir, &v, &c);
-		cnt = rc ? -1 : c;
-	}
-	if ((rc = loom_broadcast(&cnt, &cnt, 1, LOOM_INT64, 0, ck->comm)))
-		goto fail;
-	if (cnt < 0) {
-		rc = LOOM_ERR_IO;
-		goto fail;
-	}
-	if (ck->rank != 0 && cnt > 0 && !(v = calloc((size_t)cnt, sizeof *v)))
-		rc = LOOM_ERR_NOMEM;
-	if ((rc = ck_agree(ck, rc)))
-		goto fail;
-	if (cnt > 0 && (rc = loom_broadcast(v, v, (size_t)cnt, LOOM_INT64, 0, ck->comm)))
-		goto fail;
-	*steps = v;
-	*n = (int)cnt;
-	return LOOM_SUCCESS;
-fail:
-	free(v);
-	*steps = NULL;
-	*n = 0;
-	return rc;
-}
-
-int loom_ckpt_latest(loom_ckpt_t *ck, long long *step)
-{
-	int64_t s = -1;
-	int rc;
-	if (!ck || !step)
-		return LOOM_ERR_INVALID;
-	*step = -1;
-	if ((rc = ck_bg_settle(ck)))
-		return rc;
-	if (ck->rank == 0) {
-		long long *v = NULL;
-		int n = 0;
-		ckpt_list_steps(ck->dir, &v, &n);
-		for (int i = 0; i < n && s < 0; i++) {
-			char sdir[4096], why[512];
-			ckpt_manifest_t m;
-			snprintf(sdir, sizeof sdir, "%s/step-%lld", ck->dir, v[i]);
-			if (ckpt_manifest_load(sdir, &m, why, sizeof why) == LOOM_SUCCESS && m.step == v[i])
-				s = v[i];
-			else
-				LOOM_WARN("ckpt: skipping step-%lld: %s", v[i], why);
-			ckpt_manifest_free(&m);
-		}
-		free(v);
-	}
-	if ((rc = loom_broadcast(&s, &s, 1, LOOM_INT64, 0, ck->comm)))
-		return rc;
-	if (ck->cache) { /* a newer step may be in the node caches only */
-		long long c = -1;
-		if ((rc = ck_cache_latest(ck, &c)))
-			return rc;
-		if (c > s)
-			s = c;
-	}
-	*step = s;
-	return s < 0 ? LOOM_ERR_NOT_FOUND : LOOM_SUCCESS;
-}
-
-int loom_ckpt_restore(loom_ckpt_t *ck, long long *step)
-{
-	long long *v = NULL;
-	int n = 0, rc;
-	if (!ck || !step)
-		return LOOM_ERR_INVALID;
-	*step = -1;
-	if ((rc = ck_bg_settle(ck)) || (rc = steps_everywhere(ck, &v, &n)))
-		return rc;
-	/* the node caches first, when they hold a step as new as the shared
-	 * directory's newest (they are faster to read) */
-	if (ck->cache) {
-		rc = ck_cache_restore(ck, n > 0 ? v[0] : -1, -1, step);
-		if (rc != LOOM_ERR_NOT_FOUND) {
-			free(v);
-			return rc;
-		}
-	}
-	rc = LOOM_ERR_NOT_FOUND;
-	for (int i = 0; i < n; i++) {
-		rc = load_shared(ck, v[i]);
-		if (rc == LOOM_SUCCESS) {
-			*step = v[i];
-			if (i > 0 && ck->rank == 0)
-				LOOM_WARN("ckpt: restored step-%lld (the newest usable checkpoint in %s)",
-					  v[i], ck->dir);
-			else if (ck->cache && ck->rank == 0)
-				LOOM_INFO("ckpt: restored step-%lld from the shared directory %s", v[i],
-					  ck->dir);
-			break;
-		}
-		if (ck_comm_error(rc))
-			break;
-		if (ck->rank == 0)
-			LOOM_WARN("ckpt: step-%lld in %s is unusable (%s)%s", v[i], ck->dir,
-				  loom_strerror(rc), i + 1 < n ? "; falling back to the previous one" :
-				  "; no older checkpoint");
-		rc = LOOM_ERR_NOT_FOUND;
-	}
-	free(v);
-	return rc;
-}
-
-int loom_ckpt_resume_step(loom_ckpt_t *ck, long long *step)
-{
-	const char *e = getenv("SLURM_RESTART_COUNT");
-	long restarts = e ? strtol(e, NULL, 10) : 0;
-	int rc;
-	if (!ck || !step)
-		return LOOM_ERR_INVALID;
-	rc = loom_ckpt_latest(ck, step);
-	if (rc != LOOM_SUCCESS && rc != LOOM_ERR_NOT_FOUND)
-		return rc;
-	if (ck->rank == 0 && restarts > 0) {
-		if (*step >= 0)
-			LOOM_WARN("ckpt: restart %ld of job %s: resuming after step %lld from %s",
-				  restarts, ck->job, *step, ck->dir);
-		else
-			LOOM_WARN("ckpt: restart %ld of job %s but no committed checkpoint in %s: "
-				  "starting from the beginning", restarts, ck->job, ck->dir);
-	}
-	return LOOM_SUCCESS;
 }

@@ -2,15 +2,15 @@
  * the gathered inputs (no communicator, no I/O): the virtual byte space,
  * the aggregators and their domains, every rank's runs, and the pieces
  * of them that fall in an aggregator's window. Unit tested by
- * runtime/test/ckpt_plan.c; gathered by ck_plan_make (ckpt_exchange.c). */
+ * runtime/ckpt/test/ckpt_plan.c; gathered by loom_ck_plan_make (ckpt_exchange.c). */
 #include "config.h"
 #include "loom.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-int64_t ckpt_plan_nblocks(const ckpt_tensor_t *t, int nt)
+int64_t loom_ck_plan_nblocks(const ckpt_tensor_t *t, int nt)
 {
 	int64_t n = 0;
 	for (int i = 0; i < nt; i++)
@@ -18,7 +18,7 @@ int64_t ckpt_plan_nblocks(const ckpt_tensor_t *t, int nt)
 	return n;
 }
 
-void ckpt_plan_pack(const ckpt_tensor_t *t, int nt, int64_t *desc, int64_t ndesc)
+void loom_ck_plan_pack(const ckpt_tensor_t *t, int nt, int64_t *desc, int64_t ndesc)
 {
 	int64_t k = 0;
 	for (int i = 0; i < nt; i++)
@@ -35,7 +35,7 @@ void ckpt_plan_pack(const ckpt_tensor_t *t, int nt, int64_t *desc, int64_t ndesc
 		desc[k * CKPT_DESC_W] = -1;
 }
 
-void ckpt_plan_free(ckpt_plan_t *p)
+void loom_ck_plan_free(ckpt_plan_t *p)
 {
 	if (p->runs)
 		for (int r = 0; r < p->nranks; r++)
@@ -151,7 +151,7 @@ static int rank_runs(ckpt_plan_t *p, int r, const ckpt_plan_in_t *in)
 		a.base = p->base[d[0]];
 		a.tensor = (int)d[0];
 		a.block = (int)d[1];
-		if (ckpt_block_runs(t->ndim, t->shape, off, ext, t->esize, acc_run, &a) < 0) {
+		if (loom_ck_block_runs(t->ndim, t->shape, off, ext, t->esize, acc_run, &a) < 0) {
 			rc = LOOM_ERR_MISMATCH;
 			break;
 		}
@@ -168,7 +168,7 @@ static int rank_runs(ckpt_plan_t *p, int r, const ckpt_plan_in_t *in)
 	return rc;
 }
 
-int ckpt_plan_build(ckpt_plan_t *p, const ckpt_plan_in_t *in)
+int loom_ck_plan_build(ckpt_plan_t *p, const ckpt_plan_in_t *in)
 {
 	int rc = LOOM_SUCCESS;
 	size_t n = (size_t)in->nranks;
@@ -186,7 +186,7 @@ int ckpt_plan_build(ckpt_plan_t *p, const ckpt_plan_in_t *in)
 		return LOOM_ERR_NOMEM;
 	for (int i = 0; i < in->nt; i++) {
 		p->base[i + 1] = p->base[i] + in->bytes[i];
-		p->cbase[i + 1] = p->cbase[i] + ckpt_nchunks(in->bytes[i], in->chunk);
+		p->cbase[i + 1] = p->cbase[i] + loom_ck_nchunks(in->bytes[i], in->chunk);
 	}
 	if (in->naggr_given > 0) {
 		if (in->naggr_given > in->nranks)
@@ -206,7 +206,7 @@ int ckpt_plan_build(ckpt_plan_t *p, const ckpt_plan_in_t *in)
 	if (in->naggr_given > 0)
 		memcpy(p->dom, in->dom_given, sizeof *p->dom * ((size_t)p->naggr + 1));
 	else
-		ckpt_domains((size_t)in->nt, in->bytes, in->chunk, p->naggr, p->dom);
+		loom_ck_domains((size_t)in->nt, in->bytes, in->chunk, p->naggr, p->dom);
 	p->window = in->window;
 	p->direct_min = in->direct_min;
 	for (int j = 0; j < p->naggr; j++) {
@@ -220,7 +220,7 @@ int ckpt_plan_build(ckpt_plan_t *p, const ckpt_plan_in_t *in)
 	return rc;
 }
 
-void ckpt_plan_window(const ckpt_plan_t *p, int j, int k, uint64_t *lo, uint64_t *hi)
+void loom_ck_plan_window(const ckpt_plan_t *p, int j, int k, uint64_t *lo, uint64_t *hi)
 {
 	uint64_t d0 = p->dom[j], d1 = p->dom[j + 1];
 	*lo = d0 + (uint64_t)k * p->window;
@@ -229,7 +229,7 @@ void ckpt_plan_window(const ckpt_plan_t *p, int j, int k, uint64_t *lo, uint64_t
 	*hi = *lo + p->window < d1 ? *lo + p->window : d1;
 }
 
-int ckpt_plan_tensor_of(const ckpt_plan_t *p, uint64_t v)
+int loom_ck_plan_tensor_of(const ckpt_plan_t *p, uint64_t v)
 {
 	int a = 0, b = p->nt - 1;
 	while (a < b) { /* last tensor with base <= v and a non-empty file */
@@ -244,7 +244,7 @@ int ckpt_plan_tensor_of(const ckpt_plan_t *p, uint64_t v)
 	return a;
 }
 
-uint64_t ckpt_plan_pieces(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi,
+uint64_t loom_ck_plan_pieces(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi,
 			  ckpt_piece_fn fn, void *arg)
 {
 	const ckpt_vrun_t *v = p->runs[r];
@@ -291,15 +291,15 @@ static void tally_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
  * straight between the rank's buffer and the window; smaller ones are
  * packed, since a message per few bytes would cost more than the two
  * copies it saves. */
-int ckpt_plan_direct(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi, uint64_t *bytes)
+int loom_ck_plan_direct(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi, uint64_t *bytes)
 {
 	tally_t t = { 0, 0 };
-	ckpt_plan_pieces(p, r, lo, hi, tally_fn, &t);
+	loom_ck_plan_pieces(p, r, lo, hi, tally_fn, &t);
 	*bytes = t.bytes;
 	return t.n > 0 && t.bytes / t.n >= p->direct_min;
 }
 
-int ckpt_plan_touches(const ckpt_plan_t *p, int rank, int t, int independent)
+int loom_ck_plan_touches(const ckpt_plan_t *p, int rank, int t, int independent)
 {
 	if (independent)
 		for (long i = 0; i < p->nruns[rank]; i++)
@@ -342,14 +342,14 @@ static int cmp_iv(const void *a, const void *b)
 
 /* Only the holes: the pieces overwrite the rest, so clearing it all would
  * be one more pass over every byte written. Out of memory: all of it. */
-void ckpt_plan_zero_holes(const ckpt_plan_t *p, ckpt_cover_t *c, char *win, uint64_t lo,
+void loom_ck_plan_zero_holes(const ckpt_plan_t *p, ckpt_cover_t *c, char *win, uint64_t lo,
 			  uint64_t hi)
 {
 	uint64_t at = lo;
 	c->n = 0;
 	c->oom = 0;
 	for (int r = 0; r < p->nranks; r++)
-		ckpt_plan_pieces(p, r, lo, hi, cover_fn, c);
+		loom_ck_plan_pieces(p, r, lo, hi, cover_fn, c);
 	if (c->oom) {
 		memset(win, 0, hi - lo);
 		return;
@@ -372,7 +372,7 @@ static void chunk_span(const ckpt_plan_t *p, int t, uint64_t k, uint64_t *lo, ui
 	*hi = *lo + p->chunk < p->base[t + 1] ? *lo + p->chunk : p->base[t + 1];
 }
 
-void ckpt_plan_chunk_owners(const ckpt_plan_t *p, int32_t *owner)
+void loom_ck_plan_chunk_owners(const ckpt_plan_t *p, int32_t *owner)
 {
 	for (uint64_t c = 0; c < p->cbase[p->nt]; c++)
 		owner[c] = -1;
@@ -393,7 +393,7 @@ void ckpt_plan_chunk_owners(const ckpt_plan_t *p, int32_t *owner)
 		}
 }
 
-uint64_t ckpt_plan_mean_piece(const ckpt_plan_t *p)
+uint64_t loom_ck_plan_mean_piece(const ckpt_plan_t *p)
 {
 	uint64_t bytes = 0, n = 0;
 	for (int r = 0; r < p->nranks; r++)

@@ -1,10 +1,12 @@
-/* runtime/ckpt/ckpt_save.c: loom_ckpt_save (blocking, or handed to the
- * background writer of ckpt_async.c): a temporary step directory of
+/* runtime/ckpt/ckpt_save.c: the blocking save to the shared directory
+ * (loom_ckpt_save's, or the background writer's of ckpt_async.c), and
+ * the steps the node cache's save shares: a temporary step directory of
  * full-size files, the data written two-phase or independently, then the
  * commit on rank 0 (manifest, rename, latest, prune, requeue request).
  * Every step ends in an agreement, so all ranks fail or succeed together. */
 #include "config.h"
-#include "comm/comm.h"
+#include "comm/comm_query.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 #include "metrics/metrics.h"
 
@@ -17,22 +19,22 @@
 #include <unistd.h>
 
 /* names, sizes and plan of the files, in chunks of LOOM_CKPT_CHUNK */
-int ck_save_plan(loom_ckpt_t *ck, ck_op_t *op)
+int loom_ck_save_plan(loom_ckpt_t *ck, ck_op_t *op)
 {
-	uint64_t chunk = (uint64_t)ck_env_long("LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
+	uint64_t chunk = (uint64_t)loom_env_long("ckpt", "LOOM_CKPT_CHUNK", (long)CKPT_DEFAULT_CHUNK,
 					       (long)CKPT_CHUNK_MIN, (long)CKPT_CHUNK_MAX);
-	int rc = ck_op_alloc(ck, op, ckpt_sum_default());
+	int rc = loom_ck_op_alloc(ck, op, loom_ck_sum_default());
 	for (int i = 0; i < ck->nt && !rc; i++) {
 		if (!(op->fnames[i] = malloc(24)))
 			rc = LOOM_ERR_NOMEM;
 		else
 			snprintf(op->fnames[i], 24, "t%d.bin", i);
 	}
-	if ((rc = ck_agree(ck, rc)))
+	if ((rc = loom_ck_agree(ck, rc)))
 		return rc;
 	for (int i = 0; i < ck->nt; i++)
 		op->bytes[i] = ck->t[i].bytes;
-	return ck_plan_make(ck, &op->p, op->bytes, chunk, NULL);
+	return loom_ck_plan_make(ck, &op->p, op->bytes, chunk, NULL);
 }
 
 /* how this save writes: auto takes independent writes when the pieces
@@ -43,20 +45,20 @@ static int save_mode(loom_ckpt_t *ck, ck_op_t *op)
 	int rc = LOOM_SUCCESS;
 	op->independent = ck->mode == LOOM_CKPT_INDEPENDENT;
 	if (ck->mode == LOOM_CKPT_AUTO) {
-		uint64_t min = (uint64_t)ck_env_long("LOOM_CKPT_AUTO_BYTES", CKPT_AUTO_BYTES, 1,
+		uint64_t min = (uint64_t)loom_env_long("ckpt", "LOOM_CKPT_AUTO_BYTES", CKPT_AUTO_BYTES, 1,
 						     1L << 40);
-		op->independent = ckpt_plan_mean_piece(&op->p) >= min;
+		op->independent = loom_ck_plan_mean_piece(&op->p) >= min;
 	}
 	if (op->independent) {
 		if ((op->owner = malloc(sizeof *op->owner * ((size_t)op->p.cbase[ck->nt] + 1))))
-			ckpt_plan_chunk_owners(&op->p, op->owner);
+			loom_ck_plan_chunk_owners(&op->p, op->owner);
 		else
 			rc = LOOM_ERR_NOMEM;
 	}
-	return ck_agree(ck, rc);
+	return loom_ck_agree(ck, rc);
 }
 
-void ck_tmp_name(const loom_ckpt_t *ck, long long step, char *out, size_t len)
+void loom_ck_tmp_name(const loom_ckpt_t *ck, long long step, char *out, size_t len)
 {
 	snprintf(out, len, ".tmp-step-%lld-%s", step, ck->job);
 }
@@ -64,7 +66,7 @@ void ck_tmp_name(const loom_ckpt_t *ck, long long step, char *out, size_t len)
 /* the creator (rank 0; a node leader for the caches) makes the temporary
  * directory DIR/TMPNAME and full-size files; then every rank opens those
  * it writes, and open_all ranks every file */
-int ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmpname,
+int loom_ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmpname,
 		  int creator, int open_all)
 {
 	char tmp[4200];
@@ -73,7 +75,7 @@ int ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmp
 	op->sums.sums = calloc((size_t)op->p.cbase[ck->nt] + 1, sizeof *op->sums.sums);
 	rc = op->sums.sums ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
 	if (creator && !rc) {
-		ckpt_rmtree(dir, tmpname); /* a crashed attempt of this job */
+		loom_ck_rmtree(dir, tmpname); /* a crashed attempt of this job */
 		if (mkdir(tmp, 0755) != 0) {
 			LOOM_ERR("ckpt: mkdir %s: %s", tmp, strerror(errno));
 			rc = LOOM_ERR_IO;
@@ -90,10 +92,10 @@ int ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmp
 				close(fd);
 		}
 	}
-	if ((rc = ck_agree(ck, rc)))
+	if ((rc = loom_ck_agree(ck, rc)))
 		return rc;
 	for (int i = 0; i < ck->nt && !rc; i++) {
-		if (!open_all && !ckpt_plan_touches(&op->p, ck->rank, i, op->independent))
+		if (!open_all && !loom_ck_plan_touches(&op->p, ck->rank, i, op->independent))
 			continue;
 		char f[4400];
 		snprintf(f, sizeof f, "%s/%s", tmp, op->fnames[i]);
@@ -102,7 +104,7 @@ int ck_save_files(loom_ckpt_t *ck, ck_op_t *op, const char *dir, const char *tmp
 			rc = LOOM_ERR_IO;
 		}
 	}
-	return ck_agree(ck, rc);
+	return loom_ck_agree(ck, rc);
 }
 
 /* a local I/O failure, said where it happened, becomes everyone's */
@@ -110,18 +112,18 @@ static int agree_io(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
 	if (op->io_rc)
 		LOOM_ERR("ckpt: step %lld: %s", step, op->why);
-	return ck_agree(ck, op->io_rc);
+	return loom_ck_agree(ck, op->io_rc);
 }
 
 /* the data, on disk (fsynced), and every chunk's sum on every rank */
-int ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
+int loom_ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 {
 	int rc;
 	if (!op->independent) {
-		if ((rc = ck_exchange(ck, op, 1)))
+		if ((rc = loom_ck_exchange(ck, op, 1)))
 			return rc;
 	} else {
-		ck_write_own(ck, op);
+		loom_ck_write_own(ck, op);
 	}
 	for (int i = 0; i < ck->nt && !op->io_rc; i++)
 		if (op->fds[i] >= 0 && fsync(op->fds[i]) != 0) {
@@ -131,15 +133,15 @@ int ck_save_data(loom_ckpt_t *ck, ck_op_t *op, long long step)
 	if ((rc = agree_io(ck, op, step)))
 		return rc;
 	if (op->independent) {
-		op->io_rc = ck_readback_sums(op);
+		op->io_rc = loom_ck_readback_sums(op);
 		if ((rc = agree_io(ck, op, step)))
 			return rc;
 	}
-	return ck_op_sum_chunks(ck, op);
+	return loom_ck_op_sum_chunks(ck, op);
 }
 
 /* tmp/MANIFEST, fsynced (rank 0; every node leader for the caches) */
-int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *tmp)
+int loom_ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *tmp)
 {
 	ckpt_manifest_t m;
 	char mf[4200];
@@ -163,11 +165,11 @@ int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, const 
 		memcpy(t->shape, ck->t[i].shape, sizeof t->shape);
 		t->bytes = op->bytes[i];
 		snprintf(t->file, sizeof t->file, "%s", op->fnames[i]);
-		t->sum = ckpt_file_sum(m.algo, s, op->p.cbase[i + 1] - op->p.cbase[i]);
+		t->sum = loom_ck_file_sum(m.algo, s, op->p.cbase[i + 1] - op->p.cbase[i]);
 	}
 	snprintf(mf, sizeof mf, "%s/MANIFEST", tmp);
 	FILE *f = rc ? NULL : fopen(mf, "we");
-	if (!rc && (!f || ckpt_manifest_write(f, &m) != LOOM_SUCCESS || fflush(f) != 0 ||
+	if (!rc && (!f || loom_ck_manifest_write(f, &m) != LOOM_SUCCESS || fflush(f) != 0 ||
 		    fsync(fileno(f)) != 0)) {
 		LOOM_ERR("ckpt: write %s: %s", mf, strerror(errno));
 		rc = LOOM_ERR_IO;
@@ -175,7 +177,7 @@ int ck_write_manifest(loom_ckpt_t *ck, const ck_op_t *op, long long step, const 
 	if (f && fclose(f) != 0 && !rc)
 		rc = LOOM_ERR_IO;
 	free(m.t);
-	if (!rc && ckpt_fsync_path(tmp) != 0) {
+	if (!rc && loom_ck_fsync_path(tmp) != 0) {
 		LOOM_ERR("ckpt: fsync %s: %s", tmp, strerror(errno));
 		rc = LOOM_ERR_IO;
 	}
@@ -193,19 +195,19 @@ static int publish(loom_ckpt_t *ck, long long step, const char *tmp)
 	aside[0] = 0;
 	if (lstat(fin, &st) == 0) {
 		snprintf(aside, sizeof aside, "%s/%s", ck->dir, asname);
-		ckpt_rmtree(ck->dir, asname);
+		loom_ck_rmtree(ck->dir, asname);
 		if (rename(fin, aside) != 0)
 			aside[0] = 0;
 	}
-	if (rename(tmp, fin) != 0 || ckpt_fsync_path(ck->dir) != 0) {
+	if (rename(tmp, fin) != 0 || loom_ck_fsync_path(ck->dir) != 0) {
 		LOOM_ERR("ckpt: rename %s to %s: %s", tmp, fin, strerror(errno));
 		if (aside[0])
 			rename(aside, fin);
 		return LOOM_ERR_IO;
 	}
 	if (aside[0])
-		ckpt_rmtree(ck->dir, asname); /* a link moved aside stays, with a warning */
-	if (ckpt_write_latest(ck->dir, step) != LOOM_SUCCESS) {
+		loom_ck_rmtree(ck->dir, asname); /* a link moved aside stays, with a warning */
+	if (loom_ck_write_latest(ck->dir, step) != LOOM_SUCCESS) {
 		LOOM_ERR("ckpt: update %s/latest: %s", ck->dir, strerror(errno));
 		return LOOM_ERR_IO;
 	}
@@ -248,15 +250,15 @@ int loom_ckpt_request_requeue(const char *dir, long long step, int signal)
 	/* the Slurm step too: only the step that wrote it acts on it */
 	snprintf(text, sizeof text, "job=%.20s\nrestart=%.8s\nslurm_step=%.12s\nstep=%lld\nsignal=%s\n"
 		 "reason=%s\n", job, restart && *restart ? restart : "0",
-		 sstep && *sstep ? sstep : "none", step, ck_sig_name(signal),
+		 sstep && *sstep ? sstep : "none", step, loom_ck_sig_name(signal),
 		 loom_metrics_stop_name(stop_reason(signal)));
-	if (ckpt_write_small(dir, CKPT_REQUEUE_FILE, text) != LOOM_SUCCESS) {
+	if (loom_ck_write_small(dir, LOOM_REQUEUE_FILE, text) != LOOM_SUCCESS) {
 		LOOM_ERR("ckpt: cannot write %s/%s (%s): the job will not be requeued",
-			 dir, CKPT_REQUEUE_FILE, strerror(errno));
+			 dir, LOOM_REQUEUE_FILE, strerror(errno));
 		return LOOM_ERR_IO;
 	}
 	LOOM_WARN("ckpt: checkpoint step %lld committed after SIG%s: asking for a requeue "
-		  "of job %s", step, ck_sig_name(signal), job);
+		  "of job %s", step, loom_ck_sig_name(signal), job);
 	return LOOM_SUCCESS;
 }
 
@@ -274,11 +276,11 @@ static void requeue_request(loom_ckpt_t *ck, long long step)
 static void *sweep_main(void *arg)
 {
 	struct ck_sweep *s = arg;
-	ckpt_prune_sweep(s->dir);
+	loom_ck_prune_sweep(s->dir);
 	return NULL;
 }
 
-void ck_sweep_join(loom_ckpt_t *ck)
+void loom_ck_sweep_join(loom_ckpt_t *ck)
 {
 	if (ck->sweep && ck->sweep->active) {
 		pthread_join(ck->sweep->th, NULL);
@@ -291,10 +293,10 @@ static void sweep_start(loom_ckpt_t *ck)
 {
 	struct ck_sweep *s = ck->sweep;
 	if (!s) {
-		ckpt_prune_sweep(ck->dir);
+		loom_ck_prune_sweep(ck->dir);
 		return;
 	}
-	ck_sweep_join(ck);      /* one sweep at a time */
+	loom_ck_sweep_join(ck);      /* one sweep at a time */
 	s->dir = ck->dir;
 	if (pthread_create(&s->th, NULL, sweep_main, s) == 0)
 		s->active = 1;
@@ -306,11 +308,11 @@ static void sweep_start(loom_ckpt_t *ck)
  * removal in the background after the agreement) */
 static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char *tmp)
 {
-	int rc = ck_write_manifest(ck, op, step, tmp);
+	int rc = loom_ck_write_manifest(ck, op, step, tmp);
 	if (!rc)
 		rc = publish(ck, step, tmp);
 	if (!rc)
-		ckpt_prune_mark(ck->dir, ck->keep, step);
+		loom_ck_prune_mark(ck->dir, ck->keep, step);
 	return rc;
 }
 
@@ -323,116 +325,50 @@ static int commit(loom_ckpt_t *ck, const ck_op_t *op, long long step, const char
  * before the request exists, so no task can exit before it either. */
 static int stop_committed(loom_ckpt_t *ck, long long step)
 {
-	loom_metrics_checkpoint_stop(ck->comm->metrics, stop_reason(ck->stopped));
+	loom_metrics_checkpoint_stop(loom_comm_metrics(ck->comm), stop_reason(ck->stopped));
 	loom_metrics_flush();
 	if (ck->rank == 0)
 		requeue_request(ck, step);
-	return ck_agree(ck, LOOM_SUCCESS);
+	return loom_ck_agree(ck, LOOM_SUCCESS);
 }
 
-int ck_save_now(loom_ckpt_t *ck, long long step)
+int loom_ck_save_now(loom_ckpt_t *ck, long long step)
 {
 	char tmp[4096] = "", tmpname[128];
 	ck_op_t op;
 	int rc;
-	double t0 = ck_now_s(), t1;
-	if ((rc = ck_table_check(ck)))
+	double t0 = loom_now(), t1;
+	if ((rc = loom_ck_table_check(ck)))
 		return rc;
-	if ((rc = ck_save_plan(ck, &op)) || (rc = save_mode(ck, &op)))
+	if ((rc = loom_ck_save_plan(ck, &op)) || (rc = save_mode(ck, &op)))
 		goto out;
-	ck_tmp_name(ck, step, tmpname, sizeof tmpname);
+	loom_ck_tmp_name(ck, step, tmpname, sizeof tmpname);
 	snprintf(tmp, sizeof tmp, "%s/%s", ck->dir, tmpname);
-	if ((rc = ck_save_files(ck, &op, ck->dir, tmpname, ck->rank == 0, 0)) || (rc = ck_save_data(ck, &op, step)))
+	if ((rc = loom_ck_save_files(ck, &op, ck->dir, tmpname, ck->rank == 0, 0)) || (rc = loom_ck_save_data(ck, &op, step)))
 		goto out;
-	t1 = ck_now_s();
+	t1 = loom_now();
 	ck->st.data_s = t1 - t0;
-	rc = ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, tmp) : LOOM_SUCCESS);
+	rc = loom_ck_agree(ck, ck->rank == 0 ? commit(ck, &op, step, tmp) : LOOM_SUCCESS);
 	if (rc == LOOM_SUCCESS && ck->stopped)
 		rc = stop_committed(ck, step);
-	ck->st.commit_s = ck_now_s() - t1;
+	ck->st.commit_s = loom_now() - t1;
 	if (rc == LOOM_SUCCESS && ck->rank == 0)
 		sweep_start(ck);
 out:
-	ck->st.total_s = ck_now_s() - t0;
-	ck_op_stats(ck, &op);
+	ck->st.total_s = loom_now() - t0;
+	loom_ck_op_stats(ck, &op);
 	ck->st.mode = op.independent ? LOOM_CKPT_INDEPENDENT : LOOM_CKPT_TWO_PHASE;
 	if (rc == LOOM_SUCCESS && !ck->flush_only)
-		loom_metrics_checkpoint(ck->comm->metrics, ck->st.total_s, ck->st.bytes);
+		loom_metrics_checkpoint(loom_comm_metrics(ck->comm), ck->st.total_s, ck->st.bytes);
 	if (rc == LOOM_SUCCESS && ck->rank == 0) {
 		/* for loom.so's SIG@auto; best effort (warned), the save stands */
 		unsigned long long all = 0;
 		for (int i = 0; i < ck->nt; i++)
 			all += op.bytes[i];
-		ckpt_times_record(ck->dir, step, ck->st.total_s, all);
+		loom_ck_times_record(ck->dir, step, ck->st.total_s, all);
 	}
 	if (rc && ck->rank == 0 && tmp[0])
-		ckpt_rmtree(ck->dir, tmpname); /* never a committed one: tmp is ours */
-	ck_op_free(ck, &op);
-	return rc;
-}
-
-int ck_save_cached(loom_ckpt_t *ck, long long step, int *shared)
-{
-	int rc = ck_cache_save(ck, step);
-	*shared = 0;
-	if (rc == LOOM_SUCCESS || ck_comm_error(rc))
-		return rc;
-	/* agreed: every rank is here. The step is not lost for a full or
-	 * broken cache: it goes where it would have been flushed */
-	if (ck->rank == 0)
-		LOOM_WARN("ckpt: step %lld: the node caches could not take it (%s); saving it to the "
-			  "shared directory %s instead", step, loom_strerror(rc), ck->dir);
-	*shared = 1;
-	return ck_save_now(ck, step);
-}
-
-/* With a node cache: the save goes to the cache (in the background
- * when async), and every flush_every-th one on to the shared directory
- * in the background (from the staging copy; blocking when it does not
- * fit). */
-static int save_cached(loom_ckpt_t *ck, long long step)
-{
-	int flush = ++ck->cached % ck->flush_every == 0, rc, shared;
-	if (ck->async) {
-		rc = ck_bg_start(ck, step, CK_BG_CACHE | (flush ? CK_BG_SHARED : 0));
-		if (rc <= 0)
-			return rc;
-	}
-	if ((rc = ck_save_cached(ck, step, &shared)) || !flush || shared)
-		return rc;
-	rc = ck_bg_start(ck, step, CK_BG_SHARED);
-	if (rc <= 0)
-		return rc;
-	ck->flush_only = 1;
-	rc = ck_save_now(ck, step);
-	ck->flush_only = 0;
-	return rc;
-}
-
-int loom_ckpt_save(loom_ckpt_t *ck, long long step)
-{
-	double t0 = ck_now_s();
-	int rc;
-	if (!ck || step < 0)
-		return LOOM_ERR_INVALID;
-	/* one save at a time; a failure of the one in flight is reported here */
-	if ((rc = ck_bg_settle(ck)))
-		return rc;
-	/* a stop save goes to the shared directory, blocking: a requeued job
-	 * may start on other nodes */
-	if (ck->cache && !ck->stopped) {
-		rc = save_cached(ck, step);
-		ck->st.blocked_s = ck_now_s() - t0;
-		return rc;
-	}
-	if (ck->async && !ck->stopped) {
-		rc = ck_bg_start(ck, step, CK_BG_SHARED);
-		if (rc <= 0) {
-			ck->st.blocked_s = ck_now_s() - t0;
-			return rc;
-		}
-	}
-	rc = ck_save_now(ck, step);
-	ck->st.blocked_s = ck_now_s() - t0;
+		loom_ck_rmtree(ck->dir, tmpname); /* never a committed one: tmp is ours */
+	loom_ck_op_free(ck, &op);
 	return rc;
 }

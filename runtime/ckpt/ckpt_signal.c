@@ -2,7 +2,7 @@
  * and LOOM_CKPT_SIGNAL): caught while a handle is open, chained to the
  * program's own handler, read by loom_ckpt_should_stop. */
 #include "config.h"
-#include "comm/comm.h"
+#include "util/util.h"
 #include "ckpt/ckpt_internal.h"
 
 #include <pthread.h>
@@ -15,7 +15,7 @@ static pthread_mutex_t ck_sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ck_sig_refs;
 static int ck_sigs[2], ck_nsigs;
 static struct sigaction ck_old[2];
-/* LOOM_CKPT_SIGNAL left ignored by the last close (see ck_signals_remove);
+/* LOOM_CKPT_SIGNAL left ignored by the last close (see loom_ck_signals_remove);
  * a later open treats that as the default disposition it replaced */
 static int ck_parked_sig;
 
@@ -59,7 +59,7 @@ static int ck_parse_signal(const char *s)
 	return -1;
 }
 
-const char *ck_sig_name(int sig)
+const char *loom_ck_sig_name(int sig)
 {
 	static char buf[16];
 	const char *n = sigabbrev_np(sig);
@@ -69,7 +69,7 @@ const char *ck_sig_name(int sig)
 	return buf;
 }
 
-void ck_signals_install(void)
+void loom_ck_signals_install(void)
 {
 	const char *e = getenv("LOOM_CKPT_SIGNAL");
 	pthread_mutex_lock(&ck_sig_lock);
@@ -111,7 +111,7 @@ void ck_signals_install(void)
 	pthread_mutex_unlock(&ck_sig_lock);
 }
 
-void ck_signals_remove(void)
+void loom_ck_signals_remove(void)
 {
 	pthread_mutex_lock(&ck_sig_lock);
 	if (--ck_sig_refs == 0) {
@@ -142,7 +142,7 @@ void ck_signals_remove(void)
 	pthread_mutex_unlock(&ck_sig_lock);
 }
 
-int ck_signal_seen(void)
+int loom_ck_signal_seen(void)
 {
 	return ck_flag;
 }

@@ -5,7 +5,7 @@
  * following a link, bounded, and started afresh (with a warning) when
  * what is there is not ours to trust. No communication. */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
 #include "util/util.h"
 
@@ -21,36 +21,36 @@
  * unusable */
 static void read_records(const char *dir, char *out, size_t len)
 {
-	char buf[CKPT_TIMES_MAX + 1];
+	char buf[LOOM_SAVE_TIMES_MAX + 1];
 	struct stat st;
 	ssize_t got = -1;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1;
-	size_t hl = strlen(CKPT_TIMES_HEADER);
+	size_t hl = strlen(LOOM_SAVE_TIMES_HEADER);
 	out[0] = 0;
 	if (dfd >= 0) {
-		fd = openat(dfd, CKPT_TIMES_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		fd = openat(dfd, LOOM_SAVE_TIMES_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		close(dfd);
 	}
 	if (fd < 0) {
 		if (errno != ENOENT)
-			LOOM_WARN("ckpt: %s/%s: %s: started afresh", dir, CKPT_TIMES_FILE,
+			LOOM_WARN("ckpt: %s/%s: %s: started afresh", dir, LOOM_SAVE_TIMES_FILE,
 				  errno == ELOOP ? "a symbolic link (not followed)" : strerror(errno));
 		return;
 	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= CKPT_TIMES_MAX)
-		got = read(fd, buf, CKPT_TIMES_MAX);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= LOOM_SAVE_TIMES_MAX)
+		got = read(fd, buf, LOOM_SAVE_TIMES_MAX);
 	close(fd);
-	if (got < 0 || (buf[got] = 0, strncmp(buf, CKPT_TIMES_HEADER "\n", hl + 1))) {
+	if (got < 0 || (buf[got] = 0, strncmp(buf, LOOM_SAVE_TIMES_HEADER "\n", hl + 1))) {
 		LOOM_WARN("ckpt: %s/%s is not a file of save times: started afresh", dir,
-			  CKPT_TIMES_FILE);
+			  LOOM_SAVE_TIMES_FILE);
 		return;
 	}
 	snprintf(out, len, "%s", buf + hl + 1);
 }
 
-int ckpt_times_record(const char *dir, long long step, double seconds, unsigned long long bytes)
+int loom_ck_times_record(const char *dir, long long step, double seconds, unsigned long long bytes)
 {
-	char old[CKPT_TIMES_MAX + 1], text[CKPT_TIMES_MAX + 200];
+	char old[LOOM_SAVE_TIMES_MAX + 1], text[LOOM_SAVE_TIMES_MAX + 200];
 	const char *keep;
 	int n = 0;
 	read_records(dir, old, sizeof old);
@@ -60,12 +60,12 @@ int ckpt_times_record(const char *dir, long long step, double seconds, unsigned 
 	keep = old;
 	for (; n >= CKPT_TIMES_KEEP; n--)
 		keep += strcspn(keep, "\n") + (keep[strcspn(keep, "\n")] == '\n');
-	snprintf(text, sizeof text, "%s\n%s%sstep=%lld seconds=%.3f bytes=%llu\n", CKPT_TIMES_HEADER,
+	snprintf(text, sizeof text, "%s\n%s%sstep=%lld seconds=%.3f bytes=%llu\n", LOOM_SAVE_TIMES_HEADER,
 		 keep, *keep && keep[strlen(keep) - 1] != '\n' ? "\n" : "", step,
 		 seconds < 0 ? 0.0 : seconds, bytes);
-	if (ckpt_write_small(dir, CKPT_TIMES_FILE, text) != LOOM_SUCCESS) {
+	if (loom_ck_write_small(dir, LOOM_SAVE_TIMES_FILE, text) != LOOM_SUCCESS) {
 		LOOM_WARN("ckpt: cannot write %s/%s (%s): --loom-ckpt-signal=SIG@auto will not know "
-			  "this save's time", dir, CKPT_TIMES_FILE, strerror(errno));
+			  "this save's time", dir, LOOM_SAVE_TIMES_FILE, strerror(errno));
 		return LOOM_ERR_IO;
 	}
 	return LOOM_SUCCESS;

@@ -15,7 +15,7 @@
 /* bounded calls: Linux moves at most about 2 GiB per call anyway */
 #define IO_MAX (1u << 30)
 
-int ck_pwrite_all(int fd, const char *buf, uint64_t len, uint64_t off)
+int loom_ck_pwrite_all(int fd, const char *buf, uint64_t len, uint64_t off)
 {
 	while (len > 0) {
 		ssize_t n = pwrite(fd, buf, len > IO_MAX ? IO_MAX : (size_t)len, (off_t)off);
@@ -47,11 +47,11 @@ static int64_t pread_all(int fd, char *buf, uint64_t len, uint64_t off)
 	return (int64_t)got;
 }
 
-void ck_sums_feed(const ckpt_plan_t *p, ck_sums_t *s, const char *buf, uint64_t lo, uint64_t len)
+void loom_ck_sums_feed(const ckpt_plan_t *p, ck_sums_t *s, const char *buf, uint64_t lo, uint64_t len)
 {
 	uint64_t v = lo, end = lo + len;
 	while (v < end) {
-		int t = ckpt_plan_tensor_of(p, v);
+		int t = loom_ck_plan_tensor_of(p, v);
 		uint64_t in = v - p->base[t];
 		uint64_t cend = (in / p->chunk + 1) * p->chunk;
 		uint64_t tb = p->base[t + 1] - p->base[t];
@@ -61,25 +61,25 @@ void ck_sums_feed(const ckpt_plan_t *p, ck_sums_t *s, const char *buf, uint64_t 
 		if (n > end - v)
 			n = end - v;
 		if (!s->open) {
-			ckpt_hash_init(&s->h, s->algo);
+			loom_ck_hash_init(&s->h, s->algo);
 			s->open = 1;
 		}
-		ckpt_hash_update(&s->h, buf + (v - lo), (size_t)n);
+		loom_ck_hash_update(&s->h, buf + (v - lo), (size_t)n);
 		v += n;
 		if (in + n == cend) {
-			s->sums[p->cbase[t] + in / p->chunk] = ckpt_hash_final(&s->h);
+			s->sums[p->cbase[t] + in / p->chunk] = loom_ck_hash_final(&s->h);
 			s->open = 0;
 		}
 	}
 }
 
-int ck_window_io(const ck_op_t *op, char *buf, uint64_t lo, uint64_t hi, int writing,
+int loom_ck_window_io(const ck_op_t *op, char *buf, uint64_t lo, uint64_t hi, int writing,
 		 char *why, size_t whylen)
 {
 	const ckpt_plan_t *p = &op->p;
 	uint64_t v = lo;
 	while (v < hi) {
-		int t = ckpt_plan_tensor_of(p, v);
+		int t = loom_ck_plan_tensor_of(p, v);
 		uint64_t in = v - p->base[t], n = p->base[t + 1] - v;
 		if (n > hi - v)
 			n = hi - v;
@@ -88,7 +88,7 @@ int ck_window_io(const ck_op_t *op, char *buf, uint64_t lo, uint64_t hi, int wri
 			continue;
 		}
 		if (writing) {
-			if (ck_pwrite_all(op->fds[t], buf + (v - lo), n, in) != 0) {
+			if (loom_ck_pwrite_all(op->fds[t], buf + (v - lo), n, in) != 0) {
 				snprintf(why, whylen, "write %s: %s", op->fnames[t], strerror(errno));
 				return LOOM_ERR_IO;
 			}
@@ -116,7 +116,7 @@ int ck_window_io(const ck_op_t *op, char *buf, uint64_t lo, uint64_t hi, int wri
 	return LOOM_SUCCESS;
 }
 
-void ck_write_own(loom_ckpt_t *ck, ck_op_t *op)
+void loom_ck_write_own(loom_ckpt_t *ck, ck_op_t *op)
 {
 	const ckpt_plan_t *p = &op->p;
 	for (long i = 0; i < p->nruns[ck->rank] && !op->io_rc; i++) {
@@ -128,12 +128,12 @@ void ck_write_own(loom_ckpt_t *ck, ck_op_t *op)
 			uint64_t k = (v - p->base[t]) / p->chunk, lo = p->base[t] + k * p->chunk;
 			uint64_t hi = lo + p->chunk < p->base[t + 1] ? lo + p->chunk : p->base[t + 1];
 			uint64_t end = hi < r->v + r->len ? hi : r->v + r->len;
-			if (ck_pwrite_all(op->fds[t], ck_run_ptr(ck, r, v), end - v, v - p->base[t]) != 0) {
+			if (loom_ck_pwrite_all(op->fds[t], loom_ck_run_ptr(ck, r, v), end - v, v - p->base[t]) != 0) {
 				snprintf(op->why, sizeof op->why, "write %s: %s", op->fnames[t],
 					 strerror(errno));
 				op->io_rc = LOOM_ERR_IO;
 			} else if (op->owner[p->cbase[t] + k] == ck->rank && v == lo && end == hi) {
-				ck_sums_feed(p, &op->sums, ck_run_ptr(ck, r, lo), lo, hi - lo);
+				loom_ck_sums_feed(p, &op->sums, loom_ck_run_ptr(ck, r, lo), lo, hi - lo);
 			}
 			v = end;
 		}
@@ -141,10 +141,10 @@ void ck_write_own(loom_ckpt_t *ck, ck_op_t *op)
 }
 
 /* the chunk holding virtual offset v < total, and where it ends (> v:
- * ckpt_plan_tensor_of never names an empty file there) */
+ * loom_ck_plan_tensor_of never names an empty file there) */
 static uint64_t chunk_at(const ckpt_plan_t *p, uint64_t v, uint64_t *end)
 {
-	int t = ckpt_plan_tensor_of(p, v);
+	int t = loom_ck_plan_tensor_of(p, v);
 	uint64_t k = (v - p->base[t]) / p->chunk;
 	*end = p->base[t] + (k + 1) * p->chunk;
 	if (*end > p->base[t + 1])
@@ -152,7 +152,7 @@ static uint64_t chunk_at(const ckpt_plan_t *p, uint64_t v, uint64_t *end)
 	return p->cbase[t] + k;
 }
 
-int ck_readback_sums(ck_op_t *op)
+int loom_ck_readback_sums(ck_op_t *op)
 {
 	const ckpt_plan_t *p = &op->p;
 	uint64_t d0, d1, end;
@@ -177,9 +177,9 @@ int ck_readback_sums(ck_op_t *op)
 				break;
 			hi = end - lo > p->window ? lo + p->window : end;
 		}
-		rc = ck_window_io(op, buf, lo, hi, 0, op->why, sizeof op->why);
+		rc = loom_ck_window_io(op, buf, lo, hi, 0, op->why, sizeof op->why);
 		if (!rc)
-			ck_sums_feed(p, &op->sums, buf, lo, hi - lo);
+			loom_ck_sums_feed(p, &op->sums, buf, lo, hi - lo);
 		lo = hi;
 	}
 	free(buf);
@@ -189,9 +189,9 @@ int ck_readback_sums(ck_op_t *op)
 static void *writer_main(void *arg)
 {
 	ck_writer_t *w = arg;
-	ck_sums_feed(&w->op->p, w->sums, w->buf, w->lo, w->hi - w->lo);
+	loom_ck_sums_feed(&w->op->p, w->sums, w->buf, w->lo, w->hi - w->lo);
 	if (!w->skip_io)
-		w->rc = ck_window_io(w->op, w->buf, w->lo, w->hi, 1, w->why, sizeof w->why);
+		w->rc = loom_ck_window_io(w->op, w->buf, w->lo, w->hi, 1, w->why, sizeof w->why);
 	return NULL;
 }
 
@@ -204,7 +204,7 @@ static void writer_result(ck_writer_t *w, ck_op_t *op)
 	}
 }
 
-void ck_writer_join(ck_writer_t *w, ck_op_t *op)
+void loom_ck_writer_join(ck_writer_t *w, ck_op_t *op)
 {
 	if (!w->active)
 		return;
@@ -213,9 +213,9 @@ void ck_writer_join(ck_writer_t *w, ck_op_t *op)
 	writer_result(w, op);
 }
 
-int ck_writer_start(ck_writer_t *w, ck_op_t *op, char *buf, uint64_t lo, uint64_t hi)
+int loom_ck_writer_start(ck_writer_t *w, ck_op_t *op, char *buf, uint64_t lo, uint64_t hi)
 {
-	ck_writer_join(w, op);
+	loom_ck_writer_join(w, op);
 	w->op = op;
 	w->sums = &op->sums;
 	w->buf = buf;

@@ -55,6 +55,21 @@ double loom_env_double(const char *name, double dflt)
 	return d;
 }
 
+long loom_env_long(const char *who, const char *name, long dflt, long lo, long hi)
+{
+	const char *e = getenv(name);
+	char *end;
+	long v;
+	if (!e || !*e)
+		return dflt;
+	v = strtol(e, &end, 10);
+	if (*end || v < lo || v > hi) {
+		LOOM_WARN("%s: %s=%s ignored (want %ld..%ld); using %ld", who, name, e, lo, hi, dflt);
+		return dflt;
+	}
+	return v;
+}
+
 uint64_t loom_mix64(uint64_t a, uint64_t b)
 {
 	/* splitmix64 finaliser over a combination of both */

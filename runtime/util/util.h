@@ -26,6 +26,9 @@ void loom_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 double loom_now(void);         /* monotonic seconds */
 double loom_now_coarse(void);  /* the same clock to the last tick (ms), cheaper: deadlines */
 double loom_env_double(const char *name, double dflt);
+/* name's setting as a decimal in lo..hi, else dflt (a bad one warned
+ * about as who's: "ckpt: NAME=... ignored") */
+long loom_env_long(const char *who, const char *name, long dflt, long lo, long hi);
 /* name's setting as a flag, read once into *cache (-1 until then): set
  * and not empty, or, with equals, equal to it */
 int loom_env_flag(_Atomic int *cache, const char *name, const char *equals);

@@ -5,7 +5,7 @@
  * restart detection. */
 #include "config.h"
 #include "loom.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 #include "capture.h"
 
 #include <dirent.h>

@@ -10,7 +10,7 @@
  *                                        writer runs, then loom_ckpt_wait
  *
  * A save killed at a chosen point of its commit: `save` under the
- * LD_PRELOAD shim runtime/test/killpoint.c (LOOM_TEST_KILL_AT).
+ * LD_PRELOAD shim runtime/ckpt/test/killpoint.c (LOOM_TEST_KILL_AT).
  * `train` saves every CKPT_DRIVE_SAVE_EVERY steps too when that is set.
  * `train` writes DIR/pid.RANK (atomically, by rename) once every rank has
  * restored or initialised its state and is about to run its first step:

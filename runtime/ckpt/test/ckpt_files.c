@@ -7,9 +7,9 @@
  *   ckpt_files parse FILE...  parse each file as a MANIFEST, print the
  *                             verdict (t7102 runs it under valgrind) */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 #include "capture.h"
 
 #include <errno.h>
@@ -142,7 +142,7 @@ static void t_links(void)
 		is_int(nobody_rc, 0, "nobody planted step-0 -> an archive, a .tmp-step-* link and its own step-6");
 
 	cap_begin();
-	is_int(ckpt_list_steps(dir, &v, &n), LOOM_SUCCESS, "listing works");
+	is_int(loom_ck_list_steps(dir, &v, &n), LOOM_SUCCESS, "listing works");
 	const char *e = cap_end();
 	ok(n == 4 && v[0] == 5 && v[3] == 2, "only the real steps of ours are listed (%d: 5..2)", n);
 	free(v);
@@ -152,7 +152,7 @@ static void t_links(void)
 		like(e, "step-0 is a symbolic link: skipped", "nobody's link is skipped too");
 	}
 	cap_begin();
-	is_int(ckpt_prune(dir, 1, 5), LOOM_SUCCESS, "prune keeping 1");
+	is_int(loom_ck_prune(dir, 1, 5), LOOM_SUCCESS, "prune keeping 1");
 	e = cap_end();
 	snprintf(p, sizeof p, "%s/step-5/t0.bin", dir);
 	ok(has(p), "the newest step stays");
@@ -174,12 +174,12 @@ static void t_links(void)
 	} else {
 		skip(2, "not root: no second user to plant entries");
 	}
-	/* ckpt_rmtree of a failed save never goes through a link */
+	/* loom_ck_rmtree of a failed save never goes through a link */
 	snprintf(t, sizeof t, "%s/archive-u", base);
 	snprintf(p, sizeof p, "%s/.tmp-step-9-1", dir);
 	symlink(t, p);
 	cap_begin();
-	is_int(ckpt_rmtree(dir, ".tmp-step-9-1"), -1, "removing a failed save that is a link: refused");
+	is_int(loom_ck_rmtree(dir, ".tmp-step-9-1"), -1, "removing a failed save that is a link: refused");
 	e = cap_end();
 	ok(archive_whole("archive-u"), "... the archive keeps its contents");
 	like(e, "is a symbolic link: not removed", "... with a warning");
@@ -197,7 +197,7 @@ static void t_small_files(void)
 	put(p, "step-3\n");
 	snprintf(q, sizeof q, "%s/.latest.tmp-1", dir); /* pid 1 lives */
 	put(q, "step-3\n");
-	ckpt_prune(dir, 1, 5);
+	loom_ck_prune(dir, 1, 5);
 	ok(!has(p), ".latest.tmp-PID of a dead writer is removed by the prune");
 	ok(has(q), "one of a live process is kept");
 	unlink(q);
@@ -206,16 +206,16 @@ static void t_small_files(void)
 	put(q, "victim\n");
 	snprintf(p, sizeof p, "%s/.latest.tmp-%ld", dir, (long)getpid());
 	symlink(q, p);
-	is_int(ckpt_write_latest(dir, 5), LOOM_SUCCESS, "latest written with a link at its temporary name");
+	is_int(loom_ck_write_latest(dir, 5), LOOM_SUCCESS, "latest written with a link at its temporary name");
 	FILE *f = fopen(q, "r");
 	ok(f && fgets(line, sizeof line, f) && !strcmp(line, "victim\n"), "the link's target is unchanged");
 	if (f)
 		fclose(f);
-	is_int((int)ckpt_read_latest(dir), 5, "latest says step-5");
+	is_int((int)loom_ck_read_latest(dir), 5, "latest says step-5");
 	snprintf(p, sizeof p, "%s/latest", dir);
 	unlink(p);
 	symlink(q, p);
-	is_int((int)ckpt_read_latest(dir), -1, "a latest that is a link is not read");
+	is_int((int)loom_ck_read_latest(dir), -1, "a latest that is a link is not read");
 	unlink(p);
 }
 
@@ -242,11 +242,11 @@ static int parse_one(uint64_t chunk, int ndim, const uint64_t *shape, uint64_t b
 	memcpy(t.shape, shape, sizeof(uint64_t) * (size_t)ndim);
 	t.bytes = bytes;
 	strcpy(t.file, "t0.bin");
-	ckpt_manifest_write(f, &m);
+	loom_ck_manifest_write(f, &m);
 	fclose(f);
-	rc = ckpt_manifest_parse(buf, len, &r, why, whylen);
+	rc = loom_ck_manifest_parse(buf, len, &r, why, whylen);
 	if (rc == LOOM_SUCCESS)
-		ckpt_manifest_free(&r);
+		loom_ck_manifest_free(&r);
 	free(buf);
 	return rc;
 }
@@ -273,16 +273,16 @@ static void t_manifest_bounds(void)
 	const char *huge = "loom-checkpoint 1\nstep 1\nchecksum crc32c\nchunk 4096\nwriter -\n"
 			   "tensors 1000000\nend\nmanifest-sum 0\n";
 	ckpt_manifest_t r;
-	is_int(ckpt_manifest_parse(huge, strlen(huge), &r, why, sizeof why), LOOM_ERR_CORRUPT,
+	is_int(loom_ck_manifest_parse(huge, strlen(huge), &r, why, sizeof why), LOOM_ERR_CORRUPT,
 	       "tensors 1000000 in a 90-byte manifest: refused before any allocation");
 	like(why, "bad tensor count", "... as a bad tensor count");
 	const char *neg = "loom-checkpoint 1\nstep 1\nchecksum crc32c\nchunk 4096\nwriter -\ntensors 1\n"
 			  "tensor w dtype float32 shape -1 bytes 4 file t0.bin sum 0\nend\nmanifest-sum 0\n";
-	is_int(ckpt_manifest_parse(neg, strlen(neg), &r, why, sizeof why), LOOM_ERR_CORRUPT,
+	is_int(loom_ck_manifest_parse(neg, strlen(neg), &r, why, sizeof why), LOOM_ERR_CORRUPT,
 	       "a negative dimension is refused (strtoull would wrap it)");
 	uint64_t b;
-	ok(!ckpt_shape_bytes(2, wrap, 1, &b), "ckpt_shape_bytes refuses a wrapping product");
-	ok(ckpt_shape_bytes(1, s1, 4, &b) && b == 4096, "and computes a small one (4096)");
+	ok(!loom_ck_shape_bytes(2, wrap, 1, &b), "loom_ck_shape_bytes refuses a wrapping product");
+	ok(loom_ck_shape_bytes(1, s1, 4, &b) && b == 4096, "and computes a small one (4096)");
 }
 
 /* loom_ckpt_tensor: shapes whose product overflows are refused */
@@ -319,11 +319,11 @@ static int parse_files(int argc, char **argv)
 			return 2;
 		n = read(fd, text, (size_t)st.st_size);
 		close(fd);
-		int rc = ckpt_manifest_parse(text, n > 0 ? (size_t)n : 0, &m, why, sizeof why);
+		int rc = loom_ck_manifest_parse(text, n > 0 ? (size_t)n : 0, &m, why, sizeof why);
 		printf("%s: %s%s%s\n", argv[i], rc == LOOM_SUCCESS ? "ok" : "refused",
 		       rc == LOOM_SUCCESS ? "" : ": ", rc == LOOM_SUCCESS ? "" : why);
 		if (rc == LOOM_SUCCESS)
-			ckpt_manifest_free(&m);
+			loom_ck_manifest_free(&m);
 		free(text);
 	}
 	return 0;
@@ -347,16 +347,16 @@ static void t_prune_sweep(void)
 	snprintf(q, sizeof q, "%s/archive-s", base);
 	snprintf(p, sizeof p, "%s/.prune-step-7", dir);
 	symlink(q, p);
-	is_int(ckpt_prune_mark(dir, 1, 3), LOOM_SUCCESS, "mark keeping 1");
+	is_int(loom_ck_prune_mark(dir, 1, 3), LOOM_SUCCESS, "mark keeping 1");
 	snprintf(p, sizeof p, "%s/.prune-step-1", dir);
 	ok(has(p), "step-1 renamed .prune-step-1, not yet removed");
-	is_int(ckpt_list_steps(dir, &v, &n), LOOM_SUCCESS, "listing after the mark");
+	is_int(loom_ck_list_steps(dir, &v, &n), LOOM_SUCCESS, "listing after the mark");
 	ok(n == 1 && v[0] == 3, "only step-3 is a checkpoint (%d)", n);
 	free(v);
 	snprintf(p, sizeof p, "%s/.tmp-step-9-1", dir);
 	ok(!has(p), "a crashed save's temporary directory is removed at once");
 	cap_begin();
-	is_int(ckpt_prune_sweep(dir), LOOM_SUCCESS, "the sweep");
+	is_int(loom_ck_prune_sweep(dir), LOOM_SUCCESS, "the sweep");
 	const char *e = cap_end();
 	snprintf(p, sizeof p, "%s/.prune-step-1", dir);
 	snprintf(q, sizeof q, "%s/.prune-step-2", dir);

@@ -2,9 +2,9 @@
  * MANIFEST round trip and damage detection, block runs, aggregator
  * domains, and resharding as pure functions on layouts. */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -14,30 +14,30 @@ static void t_checksums(void)
 	const char *v = "123456789";
 	char big[10000];
 	ckpt_hash_t h;
-	is_int(ckpt_crc32c(0, v, 9), 0xE3069283u, "crc32c of 123456789 is the standard check value");
-	is_int(ckpt_crc32c(ckpt_crc32c(0, v, 4), v + 4, 5), 0xE3069283u, "crc32c streams");
+	is_int(loom_ck_crc32c(0, v, 9), 0xE3069283u, "crc32c of 123456789 is the standard check value");
+	is_int(loom_ck_crc32c(loom_ck_crc32c(0, v, 4), v + 4, 5), 0xE3069283u, "crc32c streams");
 	for (size_t i = 0; i < sizeof big; i++)
 		big[i] = (char)(i * 131 + (i >> 7));
 	for (int algo = CKPT_SUM_CRC32C; algo <= CKPT_SUM_XXH3; algo++) {
-		if (!ckpt_sum_supported(algo)) {
+		if (!loom_ck_sum_supported(algo)) {
 			skip(2, "xxHash not built");
 			continue;
 		}
-		uint64_t one = ckpt_hash_buf(algo, big, sizeof big);
-		ckpt_hash_init(&h, algo);
-		ckpt_hash_update(&h, big, 1);
-		ckpt_hash_update(&h, big + 1, 4999);
-		ckpt_hash_update(&h, big + 5000, 5000);
-		ok(ckpt_hash_final(&h) == one, "%s: streaming equals one shot", ckpt_sum_name(algo));
+		uint64_t one = loom_ck_hash_buf(algo, big, sizeof big);
+		loom_ck_hash_init(&h, algo);
+		loom_ck_hash_update(&h, big, 1);
+		loom_ck_hash_update(&h, big + 1, 4999);
+		loom_ck_hash_update(&h, big + 5000, 5000);
+		ok(loom_ck_hash_final(&h) == one, "%s: streaming equals one shot", loom_ck_sum_name(algo));
 		big[777] ^= 1;
-		ok(ckpt_hash_buf(algo, big, sizeof big) != one, "%s: a flipped bit changes the sum",
-		   ckpt_sum_name(algo));
+		ok(loom_ck_hash_buf(algo, big, sizeof big) != one, "%s: a flipped bit changes the sum",
+		   loom_ck_sum_name(algo));
 		big[777] ^= 1;
 	}
 #ifdef HAVE_XXHASH
-	is_int(ckpt_sum_default(), CKPT_SUM_XXH3, "xxh3-64 is the default with xxHash");
+	is_int(loom_ck_sum_default(), CKPT_SUM_XXH3, "xxh3-64 is the default with xxHash");
 #else
-	is_int(ckpt_sum_default(), CKPT_SUM_CRC32C, "crc32c is the default without xxHash");
+	is_int(loom_ck_sum_default(), CKPT_SUM_CRC32C, "crc32c is the default without xxHash");
 #endif
 }
 
@@ -76,42 +76,42 @@ static void t_manifest(void)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	mk_manifest(&m, t);
-	is_int(ckpt_manifest_write(f, &m), LOOM_SUCCESS, "manifest written");
+	is_int(loom_ck_manifest_write(f, &m), LOOM_SUCCESS, "manifest written");
 	fclose(f);
-	is_int(ckpt_manifest_parse(buf, len, &r, why, sizeof why), LOOM_SUCCESS, "manifest parses back");
+	is_int(loom_ck_manifest_parse(buf, len, &r, why, sizeof why), LOOM_SUCCESS, "manifest parses back");
 	ok(r.step == 42 && r.algo == CKPT_SUM_CRC32C && r.chunk == 4096 && r.ntensors == 2,
 	   "step, checksum, chunk and count survive");
 	ok(r.ntensors == 2 && !strcmp(r.t[0].name, "layer0.weight") && r.t[0].dtype == LOOM_FLOAT32 &&
 	   r.t[0].ndim == 2 && r.t[0].shape[1] == 5 && r.t[0].sum == 0xdeadbeef01234567ull &&
 	   !strcmp(r.t[1].file, "t1.bin") && r.t[1].dtype == LOOM_INT64,
 	   "tensor names, dtypes, shapes, files, sums survive");
-	ckpt_manifest_free(&r);
+	loom_ck_manifest_free(&r);
 	/* every single-byte change of the text is caught */
 	int caught = 0;
 	for (size_t i = 0; i < len; i++) {
 		buf[i] ^= 0x04;
-		if (ckpt_manifest_parse(buf, len, &r, why, sizeof why) != LOOM_SUCCESS)
+		if (loom_ck_manifest_parse(buf, len, &r, why, sizeof why) != LOOM_SUCCESS)
 			caught++;
 		else
-			ckpt_manifest_free(&r);
+			loom_ck_manifest_free(&r);
 		buf[i] ^= 0x04;
 	}
 	is_int(caught, len, "every flipped byte of the manifest is rejected");
-	is_int(ckpt_manifest_parse(buf, len / 2, &r, why, sizeof why), LOOM_ERR_CORRUPT,
+	is_int(loom_ck_manifest_parse(buf, len / 2, &r, why, sizeof why), LOOM_ERR_CORRUPT,
 	       "a truncated manifest is rejected");
 	diag("truncated: %s", why);
 	/* a wrong bytes field (consistent checksum) is still caught */
 	t[0].bytes = 61;
 	free(buf);
 	f = open_memstream(&buf, &len);
-	ckpt_manifest_write(f, &m);
+	loom_ck_manifest_write(f, &m);
 	fclose(f);
-	is_int(ckpt_manifest_parse(buf, len, &r, why, sizeof why), LOOM_ERR_CORRUPT,
+	is_int(loom_ck_manifest_parse(buf, len, &r, why, sizeof why), LOOM_ERR_CORRUPT,
 	       "bytes that do not match the shape are rejected");
 	like(why, "do not match", "... saying so");
 	free(buf);
-	ok(ckpt_name_ok("a.b/c-1") && !ckpt_name_ok("has space") && !ckpt_name_ok("") &&
-	   !ckpt_name_ok("tab\tx"), "tensor names: printable, no spaces");
+	ok(loom_ck_name_ok("a.b/c-1") && !loom_ck_name_ok("has space") && !loom_ck_name_ok("") &&
+	   !loom_ck_name_ok("tab\tx"), "tensor names: printable, no spaces");
 }
 
 /* ---- layouts ---- */
@@ -148,7 +148,7 @@ static void t_runs(void)
 				off[1] = cut[1][b]; ext[1] = cut[1][b + 1] - cut[1][b];
 				off[2] = cut[2][d]; ext[2] = cut[2][d + 1] - cut[2][d];
 				c.last_end = 0;
-				ckpt_block_runs(3, shape, off, ext, 2, cov_cb, &c);
+				loom_ck_block_runs(3, shape, off, ext, 2, cov_cb, &c);
 			}
 	int once = 1;
 	for (size_t i = 0; i < sizeof cover; i++)
@@ -156,19 +156,19 @@ static void t_runs(void)
 	ok(once && !c.bad, "8 blocks of a 3-d tensor cover every byte exactly once, runs in order");
 	/* full rows merge into one run */
 	off[0] = 2; ext[0] = 3; off[1] = 0; ext[1] = 4; off[2] = 0; ext[2] = 10;
-	is_int(ckpt_block_runs(3, shape, off, ext, 4, NULL, NULL), 1, "a row block is one run");
+	is_int(loom_ck_block_runs(3, shape, off, ext, 4, NULL, NULL), 1, "a row block is one run");
 	off[1] = 1; ext[1] = 2;
-	is_int(ckpt_block_runs(3, shape, off, ext, 4, NULL, NULL), 3, "a partial middle dim: one run per outer index");
+	is_int(loom_ck_block_runs(3, shape, off, ext, 4, NULL, NULL), 3, "a partial middle dim: one run per outer index");
 	off[0] = 5; ext[0] = 2;
-	is_int(ckpt_block_runs(3, shape, off, ext, 4, NULL, NULL), -1, "a block past the shape is refused");
+	is_int(loom_ck_block_runs(3, shape, off, ext, 4, NULL, NULL), -1, "a block past the shape is refused");
 	ext[0] = 0;
-	is_int(ckpt_block_runs(3, shape, off, ext, 4, NULL, NULL), 0, "an empty block has no runs");
+	is_int(loom_ck_block_runs(3, shape, off, ext, 4, NULL, NULL), 0, "an empty block has no runs");
 }
 
 static void t_domains(void)
 {
 	uint64_t bytes[4] = { 1000, 0, 10, 5000 }, st[5];
-	ckpt_domains(4, bytes, 64, 4, st);
+	loom_ck_domains(4, bytes, 64, 4, st);
 	int mono = st[0] == 0 && st[4] == 6010, aligned = 1, bal = 1;
 	for (int j = 1; j <= 4; j++)
 		mono &= st[j] >= st[j - 1];
@@ -183,7 +183,7 @@ static void t_domains(void)
 	ok(aligned, "domain boundaries are chunk starts");
 	ok(bal, "domains balanced within a chunk (%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 ")",
 	   st[1] - st[0], st[2] - st[1], st[3] - st[2], st[4] - st[3]);
-	ckpt_domains(4, bytes, 1 << 20, 3, st);
+	loom_ck_domains(4, bytes, 1 << 20, 3, st);
 	ok(st[0] == 0 && st[3] == 6010 && st[1] <= st[2], "chunks larger than files: still a partition");
 }
 
@@ -219,7 +219,7 @@ static void t_reshard(void)
 		uint64_t off[2] = { (uint64_t)r * 3, 0 }, ext[2] = { 3, C };
 		memcpy(local, global[r * 3], sizeof local);
 		img_t m = { (unsigned char *)file, (unsigned char *)local, 1 };
-		ckpt_block_runs(2, shape, off, ext, sizeof(float), img_cb, &m);
+		loom_ck_block_runs(2, shape, off, ext, sizeof(float), img_cb, &m);
 	}
 	ok(!memcmp(file, global, sizeof file), "4-rank row blocks produce the row-major file");
 	memset(back, 0xff, sizeof back);
@@ -231,7 +231,7 @@ static void t_reshard(void)
 				uint64_t ext[2] = { 2, cb ? 4u : 6u };
 				float local[2 * 6];
 				img_t m = { (unsigned char *)file, (unsigned char *)local, 0 };
-				ckpt_block_runs(2, shape, off, ext, sizeof(float), img_cb, &m);
+				loom_ck_block_runs(2, shape, off, ext, sizeof(float), img_cb, &m);
 				for (uint64_t i = 0; i < ext[0]; i++)
 					for (uint64_t j = 0; j < ext[1]; j++) {
 						back[off[0] + i][off[1] + j] = local[i * ext[1] + j];

@@ -1,11 +1,11 @@
-/* unit test: the checkpoint plan (runtime/test/ckpt_plan.c) as pure functions,
+/* unit test: the checkpoint plan (runtime/ckpt/test/ckpt_plan.c) as pure functions,
  * without a communicator: aggregator choice, domains, windows, every
  * rank's runs and the pieces of them in each window, direct or packed,
  * and the holes no rank holds. Expected values worked out by hand. */
 #include "config.h"
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_nocomm.h"
 #include "loom.h"
-#include "../../t/tap.h"
+#include "../../../t/tap.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -68,20 +68,20 @@ static void block(setup_t *s, int r, int i, uint64_t o0, uint64_t o1, uint64_t e
 }
 
 /* the plan as rank `rank` sees it: every rank's blocks on the wire, as
- * ck_plan_make gathers them */
+ * loom_ck_plan_make gathers them */
 static int build(ckpt_plan_t *p, setup_t *s, int rank)
 {
 	int64_t nd = 0, *desc;
 	ckpt_plan_in_t in;
 	int rc;
 	for (int r = 0; r < s->nranks; r++) {
-		int64_t n = ckpt_plan_nblocks(s->r[r].t, s->nt);
+		int64_t n = loom_ck_plan_nblocks(s->r[r].t, s->nt);
 		if (n > nd)
 			nd = n;
 	}
 	desc = calloc((size_t)(nd * s->nranks) * CKPT_DESC_W + 1, sizeof *desc);
 	for (int r = 0; r < s->nranks; r++)
-		ckpt_plan_pack(s->r[r].t, s->nt, desc + r * nd * CKPT_DESC_W, nd);
+		loom_ck_plan_pack(s->r[r].t, s->nt, desc + r * nd * CKPT_DESC_W, nd);
 	memset(&in, 0, sizeof in);
 	in.nranks = s->nranks;
 	in.rank = rank;
@@ -95,7 +95,7 @@ static int build(ckpt_plan_t *p, setup_t *s, int rank)
 	in.direct_min = s->direct_min;
 	in.desc = desc;
 	in.ndesc = nd;
-	rc = ckpt_plan_build(p, &in);
+	rc = loom_ck_plan_build(p, &in);
 	free(desc);
 	return rc;
 }
@@ -114,7 +114,7 @@ static const char *pcs(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi)
 {
 	static char buf[512];
 	buf[0] = 0;
-	ckpt_plan_pieces(p, r, lo, hi, rec_fn, buf);
+	loom_ck_plan_pieces(p, r, lo, hi, rec_fn, buf);
 	return buf;
 }
 
@@ -122,7 +122,7 @@ static const char *pcs(const ckpt_plan_t *p, int r, uint64_t lo, uint64_t hi)
 static const char *to_aggr(const ckpt_plan_t *p, int r, int j, int k)
 {
 	uint64_t lo, hi;
-	ckpt_plan_window(p, j, k, &lo, &hi);
+	loom_ck_plan_window(p, j, k, &lo, &hi);
 	return pcs(p, r, lo, hi);
 }
 
@@ -148,7 +148,7 @@ static const char *window(const ckpt_plan_t *p, int j, int k)
 {
 	static char buf[64];
 	uint64_t lo, hi;
-	ckpt_plan_window(p, j, k, &lo, &hi);
+	loom_ck_plan_window(p, j, k, &lo, &hi);
 	snprintf(buf, sizeof buf, "[%" PRIu64 ",%" PRIu64 ")", lo, hi);
 	return buf;
 }
@@ -180,7 +180,7 @@ static void t_rows_one_aggregator(void)
 	is_str(to_aggr(&p, 1, 0, 1), "24+8 t0/b0@0", "round 1: rank 1's first 8");
 	is_str(to_aggr(&p, 1, 0, 2), "32+16 t0/b0@8", "round 2 [32,48): rank 1's other 16");
 	is_str(window(&p, 0, 3), "[48,48)", "past the domain the window is empty");
-	ckpt_plan_free(&p);
+	loom_ck_plan_free(&p);
 }
 
 /* the same tensor, rank 0 row 0, rank 1 rows 1-3; two nodes: rank 0
@@ -205,8 +205,8 @@ static void t_rows_two_aggregators(void)
 	is_str(to_aggr(&p, 0, 1, 0), "", "rank 0 sends nothing to aggregator 1");
 	is_str(to_aggr(&p, 1, 1, 0), "24+16 t0/b0@12", "aggregator 1 gets its own rows, round 0");
 	is_str(to_aggr(&p, 1, 1, 1), "40+8 t0/b0@28", "... and round 1");
-	ok(ckpt_plan_touches(&p, 1, 0, 0), "aggregator 1 touches the file");
-	ckpt_plan_free(&p);
+	ok(loom_ck_plan_touches(&p, 1, 0, 0), "aggregator 1 touches the file");
+	loom_ck_plan_free(&p);
 }
 
 /* columns: rank 0 holds columns 0-1 (8 bytes a row), rank 1 column 2;
@@ -228,19 +228,19 @@ static void t_columns(void)
 	       "rank 1 sends rows 0-1 of its column to aggregator 0");
 	is_str(to_aggr(&p, 0, 1, 0), "24+8 t0/b0@16, 36+8 t0/b0@24",
 	       "rank 0 sends rows 2-3 of its columns to aggregator 1");
-	ok(ckpt_plan_direct(&p, 1, 0, 24, &n), "direct_min 1: one message per piece");
+	ok(loom_ck_plan_direct(&p, 1, 0, 24, &n), "direct_min 1: one message per piece");
 	s.direct_min = 4;
-	ckpt_plan_free(&p);
+	loom_ck_plan_free(&p);
 	is_int(build(&p, &s, 0), LOOM_SUCCESS, "columns, direct_min 4: plan built");
-	ok(ckpt_plan_direct(&p, 1, 0, 24, &n), "pieces of 4 bytes on average go one message each");
+	ok(loom_ck_plan_direct(&p, 1, 0, 24, &n), "pieces of 4 bytes on average go one message each");
 	is_int((int)n, 8, "8 bytes in all");
-	ckpt_plan_free(&p);
+	loom_ck_plan_free(&p);
 	s.direct_min = 5;
 	is_int(build(&p, &s, 0), LOOM_SUCCESS, "columns, direct_min 5: plan built");
-	ok(!ckpt_plan_direct(&p, 1, 0, 24, &n), "below 5 bytes on average they are packed");
+	ok(!loom_ck_plan_direct(&p, 1, 0, 24, &n), "below 5 bytes on average they are packed");
 	is_int((int)n, 8, "... 8 bytes in one message");
-	ok(!ckpt_plan_direct(&p, 0, 24, 24, &n) && n == 0, "an empty window: not direct, 0 bytes");
-	ckpt_plan_free(&p);
+	ok(!loom_ck_plan_direct(&p, 0, 24, 24, &n) && n == 0, "an empty window: not direct, 0 bytes");
+	loom_ck_plan_free(&p);
 }
 
 /* block-cyclic: 8 float32 in blocks of 2, rank 0 elements 0-1 and 4-5,
@@ -265,7 +265,7 @@ static void t_block_cyclic(void)
 	is_str(to_aggr(&p, 1, 0, 1), "12+4 t0/b0@4", "round 1 [12,24): the other half");
 	is_str(to_aggr(&p, 0, 0, 1), "16+8 t0/b1@0", "round 1: rank 0's block 1");
 	is_str(to_aggr(&p, 1, 0, 2), "24+8 t0/b1@0", "round 2 [24,32): rank 1's block 1");
-	ckpt_plan_free(&p);
+	loom_ck_plan_free(&p);
 }
 
 /* tensor a (4 float32), b (2x2 int32); rank 0 holds a, nobody b */
@@ -283,14 +283,14 @@ static void t_holes(void)
 	is_int(build(&p, &s, 0), LOOM_SUCCESS, "holes: plan built");
 	is_str(u64s(p.base, 3), "0 16 32", "files a and b one after another");
 	is_str(pcs(&p, 0, 0, 32), "", "no blocks: no pieces");
-	ckpt_plan_free(&p);
+	loom_ck_plan_free(&p);
 	block(&s, 0, 0, 0, 0, 4, 0);
 	is_int(build(&p, &s, 0), LOOM_SUCCESS, "a held by rank 0: plan built");
-	is_int((int)ckpt_plan_pieces(&p, 0, 16, 32, NULL, NULL) +
-		       (int)ckpt_plan_pieces(&p, 1, 16, 32, NULL, NULL), 0,
+	is_int((int)loom_ck_plan_pieces(&p, 0, 16, 32, NULL, NULL) +
+		       (int)loom_ck_plan_pieces(&p, 1, 16, 32, NULL, NULL), 0,
 	       "nobody holds a byte of b");
 	memset(win, 0xab, sizeof win);
-	ckpt_plan_zero_holes(&p, &c, win, 0, 32);
+	loom_ck_plan_zero_holes(&p, &c, win, 0, 32);
 	for (int i = 0; i < 16; i++)
 		kept &= (unsigned char)win[i] == 0xab;
 	for (int i = 16; i < 32; i++)
@@ -298,12 +298,12 @@ static void t_holes(void)
 	ok(kept, "zero_holes leaves a's bytes to the pieces");
 	ok(zero, "... and zeroes b's");
 	ok((unsigned char)win[32] == 0xab, "... and nothing past the window");
-	ok(ckpt_plan_touches(&p, 0, 1, 0), "the aggregator touches b's file (it writes its zeros)");
-	ckpt_plan_free(&p);
+	ok(loom_ck_plan_touches(&p, 0, 1, 0), "the aggregator touches b's file (it writes its zeros)");
+	loom_ck_plan_free(&p);
 	free(c.iv);
 	is_int(build(&p, &s, 1), LOOM_SUCCESS, "as rank 1 sees it: plan built");
-	ok(!ckpt_plan_touches(&p, 1, 0, 1), "rank 1 holds nothing and aggregates nothing: no file");
-	ckpt_plan_free(&p);
+	ok(!loom_ck_plan_touches(&p, 1, 0, 1), "rank 1 holds nothing and aggregates nothing: no file");
+	loom_ck_plan_free(&p);
 }
 
 /* an empty file between two others: offsets belong to the next one */
@@ -319,11 +319,11 @@ static void t_tensor_of(void)
 	is_int(build(&p, &s, 0), LOOM_SUCCESS, "16, 0 and 2 bytes: plan built");
 	is_str(u64s(p.base, 4), "0 16 16 18", "file offsets");
 	is_str(u64s(p.cbase, 4), "0 2 2 3", "chunks: 2, none, 1");
-	is_int(ckpt_plan_tensor_of(&p, 15), 0, "byte 15 is a's");
-	is_int(ckpt_plan_tensor_of(&p, 16), 2, "byte 16 is the third file's, not the empty one's");
+	is_int(loom_ck_plan_tensor_of(&p, 15), 0, "byte 15 is a's");
+	is_int(loom_ck_plan_tensor_of(&p, 16), 2, "byte 16 is the third file's, not the empty one's");
 	is_str(pcs(&p, 0, 0, 18), "16+2 t2/b0@0", "the single rank's piece");
 	is_int(p.naggr, 1, "one rank: one aggregator");
-	ckpt_plan_free(&p);
+	loom_ck_plan_free(&p);
 }
 
 /* aggregators over 4 ranks on 2 nodes (local ranks 0 1 0 1) */
@@ -353,7 +353,7 @@ static void t_aggregators(void)
 			diag("plan failed");
 		is_str(ints(p.aggr, p.naggr), c[i].aggr, "%s", c[i].what);
 		is_int(p.my_aggr, c[i].me2, "... rank 2's index among them");
-		ckpt_plan_free(&p);
+		loom_ck_plan_free(&p);
 	}
 }
 
@@ -367,7 +367,7 @@ static void t_bad_descriptors(void)
 	block(&s, 0, 0, 0, 0, 4, 3);
 	block(&s, 1, 0, 3, 0, 2, 3); /* rows 3-4 of 4 */
 	is_int(build(&p, &s, 0), LOOM_ERR_MISMATCH, "a block outside the shape: mismatch");
-	ckpt_plan_free(&p);
+	loom_ck_plan_free(&p);
 	s.r[1].t[0].nb = 0;
 	tensor(&s, 1, 1, 4, 0, 4);
 	block(&s, 1, 1, 0, 0, 4, 0); /* rank 1's tensor 1: past a table of one */
@@ -375,8 +375,8 @@ static void t_bad_descriptors(void)
 		int64_t desc[2 * CKPT_DESC_W];
 		ckpt_plan_in_t in;
 		memset(&in, 0, sizeof in);
-		ckpt_plan_pack(s.r[0].t, 1, desc, 1);
-		ckpt_plan_pack(s.r[1].t, 2, desc + CKPT_DESC_W, 1);
+		loom_ck_plan_pack(s.r[0].t, 1, desc, 1);
+		loom_ck_plan_pack(s.r[1].t, 2, desc + CKPT_DESC_W, 1);
 		in.nranks = 2;
 		in.nt = 1;
 		in.t = s.r[0].t;
@@ -387,8 +387,8 @@ static void t_bad_descriptors(void)
 		in.direct_min = 1;
 		in.desc = desc;
 		in.ndesc = 1;
-		is_int(ckpt_plan_build(&p, &in), LOOM_ERR_MISMATCH, "a tensor index past the table: mismatch");
-		ckpt_plan_free(&p);
+		is_int(loom_ck_plan_build(&p, &in), LOOM_ERR_MISMATCH, "a tensor index past the table: mismatch");
+		loom_ck_plan_free(&p);
 	}
 }
 
@@ -406,11 +406,11 @@ static void owners(int32_t o1a, int32_t e0a, int32_t e1a, int32_t o0b, int32_t o
 	block(&s, 0, 0, 0, (uint64_t)o1a, (uint64_t)e0a, (uint64_t)e1a);
 	block(&s, 1, 0, (uint64_t)o0b, (uint64_t)o1b, (uint64_t)e0b, (uint64_t)e1b);
 	build(&p, &s, 0);
-	ckpt_plan_chunk_owners(&p, o);
+	loom_ck_plan_chunk_owners(&p, o);
 	snprintf(got, sizeof got, "%d %d %d %d %d %d", o[0], o[1], o[2], o[3], o[4], o[5]);
 	is_str(got, want, "%s: chunk owners", what);
-	is_int((int)ckpt_plan_mean_piece(&p), mean, "%s: mean piece", what);
-	ckpt_plan_free(&p);
+	is_int((int)loom_ck_plan_mean_piece(&p), mean, "%s: mean piece", what);
+	loom_ck_plan_free(&p);
 }
 
 static void t_chunk_owners(void)

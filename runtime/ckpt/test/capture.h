@@ -1,4 +1,4 @@
-/* runtime/test/capture.h: the library's log lines (stderr) captured into
+/* runtime/ckpt/test/capture.h: the library's log lines (stderr) captured into
  * a file under a test's directory, for checking what it said. */
 #ifndef LOOM_TEST_CAPTURE_H
 #define LOOM_TEST_CAPTURE_H
