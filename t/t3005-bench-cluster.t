@@ -1,5 +1,5 @@
 #!/bin/sh
-# loom-bench on the live cluster: for each collective, --check with small
+# loom-bench on the live cluster: for each collective, -c 1 with small
 # sizes on 4 ranks over 2 nodes and on 2 ranks of one node reports 0 wrong
 # elements and prints one well-formed row per size (timings not asserted);
 # --peer mpi runs Open MPI's matching call in the same step, same buffers.
