@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """bench/compare-report.py DIR: the tables and the SVG plot of a
-bench/compare run from its raw rows (DIR/raw/<coll>-<shape>-<peer>-r<N>.txt,
-loom-bench's and gloo-bench.py's nccl-tests rows). Python 3 standard library
-only. Writes DIR/compare.svg and prints the report (Markdown) on stdout.
+bench/compare run from its raw rows: DIR/raw/<coll>-<shape>-loom-r<N>.json
+(loom-bench --json, one object per run, Open MPI's and memcpy's columns
+in its rows) and DIR/raw/<coll>-<shape>-gloo-r<N>.txt (gloo-bench.py's
+nccl-tests rows). Prints the report (Markdown) on stdout; the plot,
+DIR/compare.svg, is drawn with matplotlib where it is installed
+(python3-matplotlib), and the report says so in one line where not.
 
 Best of N: for each size the lowest mean time over the rounds (its busbw
 is then the highest). Ratios are speed-ups: a peer's time over loom's, so
@@ -13,7 +16,7 @@ copies while every rank copies at once (memcpy_all: the bound of a
 its result). Best of each column can take loom and memcpy from different
 rounds, so the allreduce's largest size is also shown round by round,
 each ratio from the one round."""
-import math
+import json
 import os
 import re
 import statistics
@@ -25,7 +28,7 @@ COLLS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "alltoall", "r
 PEERS = ("loom", "mpi", "gloo")
 NAME = {"loom": "loom", "mpi": "Open MPI", "gloo": "gloo", "memcpy": "memcpy"}
 COLOUR = {"loom": "#1f77b4", "mpi": "#d62728", "gloo": "#2ca02c", "memcpy": "#777777"}
-FILE_RE = re.compile(r"^(%s)-(\d+x\d+)-(loom|gloo)-r(\d+)\.txt$" % "|".join(COLLS))
+FILE_RE = re.compile(r"^(%s)-(\d+x\d+)-(?:(loom)-r(\d+)\.json|(gloo)-r(\d+)\.txt)$" % "|".join(COLLS))
 
 
 def fmt_size(b):
@@ -78,6 +81,59 @@ class Series:
         return self.best[s][1] if s in self.best else None
 
 
+def json_docs(text):
+    """the objects of a file of loom-bench --json runs, one after the
+    other; a run cut short (its object unfinished) ends the list"""
+    dec, i, docs = json.JSONDecoder(), 0, []
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return docs
+        try:
+            doc, i = dec.raw_decode(text, i)
+        except ValueError:
+            return docs
+        docs.append(doc)
+
+
+def add_loom(d, text, rnd):
+    """loom-bench --json: loom's rows, and Open MPI's and memcpy's beside"""
+    nrows = 0
+    for doc in json_docs(text):
+        for r in doc.get("rows", []):
+            size = r["size"]
+            if size == 0:   # 8 B split over more ranks than elements
+                continue
+            nrows += 1
+            d.setdefault("loom", Series()).add(size, r["time"], r["busbw"], rnd)
+            if "mpi_busbw" in r:
+                d.setdefault("mpi", Series()).add(size, r["mpi_time"], r["mpi_busbw"], rnd)
+            if "memcpy" in r:
+                # the limit: the best memcpy seen, kept as a "time" of -bw
+                d.setdefault("memcpy", Series()).add(size, -r["memcpy"], r["memcpy"], rnd)
+                d.setdefault("memcpy_all", Series()).add(size, -r["memcpy_all"], r["memcpy_all"], rnd)
+    return nrows
+
+
+def add_text(d, who, text, rnd):
+    """gloo-bench.py's nccl-tests rows: size count type redop root time best algbw busbw"""
+    nrows = 0
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        v = line.split()
+        try:
+            size, t, bw = int(v[0]), float(v[5]), float(v[8])
+        except (ValueError, IndexError):
+            continue
+        if size == 0:
+            continue
+        nrows += 1
+        d.setdefault(who, Series()).add(size, t, bw, rnd)
+    return nrows
+
+
 def parse(dirname):
     """data[(coll, shape)][peer] = Series; status[(coll, shape)][peer] = note"""
     data, status, rounds = {}, {}, set()
@@ -86,40 +142,20 @@ def parse(dirname):
         m = FILE_RE.match(fn)
         if not m:
             continue
-        coll, shape, who, rnd = m.group(1), m.group(2), m.group(3), int(m.group(4))
+        coll, shape = m.group(1), m.group(2)
+        who = m.group(3) or m.group(5)
+        rnd = int(m.group(4) or m.group(6))
         rounds.add(rnd)
         d = data.setdefault((coll, shape), {})
         st = status.setdefault((coll, shape), {})
         with open(os.path.join(raw, fn)) as f:
             text = f.read()
-        if "not supported by gloo" in text:
-            st["gloo"] = "not supported"
-        mpi_cols = "mpi_busbw" in text
-        nrows = 0
-        for line in text.splitlines():
-            if not line.strip() or line.startswith("#"):
-                continue
-            v = line.split()
-            try:
-                size, t, bw = int(v[0]), float(v[5]), float(v[8])
-            except (ValueError, IndexError):
-                continue
-            if size == 0:   # 8 B split over more ranks than elements
-                continue
-            nrows += 1
-            d.setdefault(who, Series()).add(size, t, bw, rnd)
-            if who == "loom":
-                k = 10
-                if mpi_cols and len(v) >= 12:
-                    d.setdefault("mpi", Series()).add(size, float(v[10]), float(v[11]), rnd)
-                    k = 12
-                if len(v) > k:
-                    mc = float(v[k])
-                    # the limit: the best memcpy seen, kept as a "time" of -bw
-                    d.setdefault("memcpy", Series()).add(size, -mc, mc, rnd)
-                if len(v) > k + 1:
-                    mc = float(v[k + 1])
-                    d.setdefault("memcpy_all", Series()).add(size, -mc, mc, rnd)
+        if who == "loom":
+            nrows = add_loom(d, text, rnd)
+        else:
+            if "not supported by gloo" in text:
+                st["gloo"] = "not supported"
+            nrows = add_text(d, who, text, rnd)
         if nrows == 0 and who not in st:
             st[who] = "failed (see raw/%s.err)" % fn
     return data, status, len(rounds)
@@ -220,61 +256,43 @@ def growth(data, nrounds):
     return out
 
 
-def svg(panels, path):
-    """one panel per collective and shape: busbw against size (log2)"""
-    pw, ph, ml, mb, mt, mr = 380, 250, 52, 38, 26, 12
+def plot(panels, path):
+    """one panel per collective and shape: busbw against size (log2),
+    with matplotlib; None when drawn, else why not"""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        # names as SVG text, not glyph outlines: a reader (and a test) finds them
+        matplotlib.rcParams["svg.fonttype"] = "none"
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed (python3-matplotlib)"
     cols = 2
     nrow = (len(panels) + cols - 1) // cols
-    W, H = cols * pw, max(1, nrow) * ph + 10
-    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-         'font-size="10">' % (W, H), '<rect width="100%" height="100%" fill="white"/>']
-    for i, (coll, shape, d) in enumerate(panels):
-        x0, y0 = (i % cols) * pw, (i // cols) * ph
-        sizes = sorted(set().union(*[set(s.best) for s in d.values()]))
-        lx = [math.log2(s) for s in sizes]
-        xmin, xmax = min(lx), max(lx)
-        if xmax == xmin:
-            xmax = xmin + 1
-        ymax = max([b for s in d.values() for _, b in s.best.values()] + [1e-3]) * 1.1
-        iw, ih = pw - ml - mr, ph - mt - mb
-
-        def X(s):
-            return x0 + ml + (math.log2(s) - xmin) / (xmax - xmin) * iw
-
-        def Y(b):
-            return y0 + mt + ih - b / ymax * ih
-        o.append('<text x="%d" y="%d" font-size="12" font-weight="bold">%s, %s</text>'
-                 % (x0 + ml, y0 + 16, coll, SHAPES.get(shape, shape)))
-        o.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>'
-                 % (x0 + ml, y0 + mt, iw, ih))
-        for k in range(6):
-            b = ymax * k / 5
-            o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>'
-                     % (x0 + ml, Y(b), x0 + ml + iw, Y(b)))
-            o.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (x0 + ml - 4, Y(b) + 3, b))
-        step = max(1, len(sizes) // 6)
-        for s in sizes[::step]:
-            o.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
-                     % (X(s), y0 + mt + ih + 13, fmt_size(s).replace(" ", "")))
-        o.append('<text x="%d" y="%d" text-anchor="middle">size</text>' % (x0 + ml + iw // 2, y0 + ph - 8))
-        o.append('<text transform="translate(%d,%d) rotate(-90)" text-anchor="middle">busbw GB/s</text>'
-                 % (x0 + 12, y0 + mt + ih // 2))
-        ly = y0 + mt + 12
+    fig, axes = plt.subplots(nrow, cols, figsize=(7.6, 2.5 * nrow), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (coll, shape, d) in zip(axes.flat, panels):
+        ax.set_title("%s, %s" % (coll, SHAPES.get(shape, shape)), fontsize=9, loc="left")
         for p in PEERS + ("memcpy",):
             s = d.get(p)
             if not s or not s.best:
                 continue
-            pts = " ".join("%.1f,%.1f" % (X(z), Y(s.best[z][1])) for z in sorted(s.best))
-            dash = ' stroke-dasharray="4,3"' if p == "memcpy" else ""
-            o.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="1.6"%s/>'
-                     % (pts, COLOUR[p], dash))
-            o.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>'
-                     % (x0 + ml + 8, ly - 3, x0 + ml + 26, ly - 3, COLOUR[p], dash))
-            o.append('<text x="%d" y="%d">%s</text>' % (x0 + ml + 30, ly, NAME[p]))
-            ly += 12
-    o.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(o) + "\n")
+            xs = sorted(s.best)
+            ax.plot(xs, [s.best[z][1] for z in xs], color=COLOUR[p], label=NAME[p],
+                    linestyle="--" if p == "memcpy" else "-", linewidth=1.4,
+                    gid="curve-%s-%s-%s" % (coll, shape, p))
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("size (B)", fontsize=8)
+        ax.set_ylabel("busbw GB/s", fontsize=8)
+        ax.set_ylim(bottom=0)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, color="#eeeeee")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, format="svg")
+    plt.close(fig)
+    return None
 
 
 def main():
@@ -324,8 +342,8 @@ def main():
     out += growth(data, nrounds)
     if panels:
         svgpath = os.path.join(dirname, "compare.svg")
-        svg(panels, svgpath)
-        out += ["", "Plot: %s" % svgpath]
+        why = plot(panels, svgpath)
+        out += ["", "Plot: %s" % svgpath if why is None else "No plot: %s." % why]
     print("\n".join(out))
     return 0
 

@@ -1,7 +1,8 @@
 # bench/: loom-bench, nccl-tests style bandwidth of libloom's collectives
 # (optionally beside Open MPI's, --peer mpi). See bench/README.md.
 bin_PROGRAMS += bench/loom-bench
-bench_loom_bench_SOURCES = bench/loom-bench.c bench/loomvals.h
+bench_loom_bench_SOURCES = bench/loom-bench.c bench/loomvals.h \
+	bench/bench-print.c bench/bench-print.h
 bench_loom_bench_LDADD = runtime/libloom.la -lm
 if HAVE_MPI
 bench_loom_bench_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)

@@ -3,7 +3,10 @@
  * the same buffers in the same run (--peer mpi) and beside single-core
  * memcpy (--memcpy). Uses only the public <loom.h>.
  *
- *   srun --mpi=pmix -N1 -n2 loom-bench -o allreduce -b 8 -e 64M -f 2 --check
+ *   srun --mpi=pmix -N1 -n2 loom-bench allreduce -b 8 -e 64M -f 2 -c 1
+ *
+ * Its flags are nccl-tests' (-o is the reduction op, -c a count of checked
+ * calls), the collective named first as nccl-tests' binaries name it.
  *
  * Sizes (-b, -e) are per-rank buffer bytes as in nccl-tests: the larger
  * of a rank's send and receive buffers (allgather: the receive buffer of
@@ -32,6 +35,7 @@
 #include <mpi.h>
 #endif
 
+#include "bench-print.h"
 #include "loomvals.h"
 
 enum coll { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_BROADCAST, C_ALLTOALL, C_REDUCE, C_COUNT };
@@ -44,10 +48,17 @@ struct opts {
 	enum coll coll;
 	size_t minb, maxb, incr;
 	double factor;
+	/* -d, -o, -r "all": every one in turn at each size, as nccl-tests */
+	loom_dtype_t dtypes[LOOM_DTYPE_COUNT];
+	loom_op_t ops[LOOM_OP_COUNT];
+	int ndtypes, nops, root_all;
+	/* the row being measured */
 	loom_dtype_t dtype;
 	loom_op_t op;
-	int iters, warmup, root;
-	int check, peer_mpi, memcpy_col;
+	int root;
+	int iters, warmup, check;
+	int peer_mpi, memcpy_col;
+	enum fmt fmt;
 	loom_backend_t backend;
 	const char *backend_name;
 };
@@ -57,21 +68,27 @@ static int me, nranks;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: loom-bench [options]\n"
-		"  -o, --op-name NAME    allreduce|allgather|reduce_scatter|broadcast|alltoall|reduce\n"
-		"                        (default allreduce)\n"
+		"usage: loom-bench [COLLECTIVE] [options]\n"
+		"  COLLECTIVE            allreduce|allgather|reduce_scatter|broadcast|alltoall|reduce\n"
+		"                        (also nccl-tests' all_reduce, all_gather, all_reduce_perf...;\n"
+		"                        default allreduce)\n"
+		"Options as nccl-tests':\n"
 		"  -b, --minbytes SIZE   smallest per-rank buffer, bytes; K, M, G suffixes (default 8)\n"
 		"  -e, --maxbytes SIZE   largest per-rank buffer (default 64M)\n"
 		"  -f, --stepfactor F    multiply the size by F each step (default 2)\n"
 		"  -i, --stepbytes SIZE  add SIZE each step instead of multiplying\n"
-		"  -d, --datatype TYPE   int8|int32|int64|float16|bfloat16|float32|float64\n"
+		"  -d, --datatype TYPE   int8|int32|int64|float16|bfloat16|float32|float64|all\n"
 		"                        (also half, bf16, float, double; default float32)\n"
-		"      --op OP           sum|prod|min|max|avg for reductions (default sum)\n"
-		"  -r, --root R          root of broadcast and reduce (default 0)\n"
+		"  -o, --op OP           sum|prod|min|max|avg|all for reductions (default sum)\n"
+		"  -r, --root R          root of broadcast and reduce, or all (default 0)\n"
 		"  -n, --iters N         timed iterations per size (default 20)\n"
-		"  -w, --warmup N        untimed iterations before (default 5)\n"
-		"  -c, --check           fill per-rank inputs deterministically, verify the\n"
-		"                        result, count wrong elements (exit 1 if any)\n"
+		"  -w, --warmup_iters N  untimed iterations before (default 5)\n"
+		"  -c, --check N         check N calls a size: fill per-rank inputs\n"
+		"                        deterministically, verify the result, count wrong\n"
+		"                        elements (exit 1 if any); 0: no check (default 0)\n"
+		"Options of loom-bench's own:\n"
+		"      --csv             rows as CSV (one header line) instead of the table\n"
+		"      --json            one JSON object: the run's settings, rows, totals\n"
 		"      --peer mpi        also time Open MPI's matching call on the same buffers\n"
 		"      --memcpy          also print memcpy bandwidth at each size: rank 0\n"
 		"                        alone (memcpy), and every rank at once, the slowest\n"
@@ -124,37 +141,105 @@ static int parse_int(const char *opt, const char *s, int min)
 	return (int)v;
 }
 
-static loom_dtype_t parse_dtype(const char *s)
+static void parse_dtype(const char *s, struct opts *o)
 {
 	static const struct { const char *name; loom_dtype_t t; } alias[] = {
 		{ "half", LOOM_FLOAT16 }, { "fp16", LOOM_FLOAT16 }, { "bf16", LOOM_BFLOAT16 },
 		{ "float", LOOM_FLOAT32 }, { "fp32", LOOM_FLOAT32 }, { "double", LOOM_FLOAT64 },
 		{ "fp64", LOOM_FLOAT64 }, { "int", LOOM_INT32 }, { "char", LOOM_INT8 },
 	};
-	for (int t = 0; t < LOOM_DTYPE_COUNT; t++)
-		if (!strcmp(s, loom_dtype_name((loom_dtype_t)t)))
-			return (loom_dtype_t)t;
-	for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
-		if (!strcmp(s, alias[i].name))
-			return alias[i].t;
-	die_arg("-d", s, "unknown datatype (int8, int32, int64, float16, bfloat16, float32, float64)");
-	return LOOM_FLOAT32;
+	int t;
+	size_t i;
+	o->ndtypes = 1;
+	if (!strcmp(s, "all")) {
+		for (t = 0; t < LOOM_DTYPE_COUNT; t++)
+			o->dtypes[t] = (loom_dtype_t)t;
+		o->ndtypes = LOOM_DTYPE_COUNT;
+		return;
+	}
+	for (t = 0; t < LOOM_DTYPE_COUNT; t++)
+		if (!strcmp(s, loom_dtype_name((loom_dtype_t)t))) {
+			o->dtypes[0] = (loom_dtype_t)t;
+			return;
+		}
+	for (i = 0; i < sizeof alias / sizeof alias[0]; i++)
+		if (!strcmp(s, alias[i].name)) {
+			o->dtypes[0] = alias[i].t;
+			return;
+		}
+	die_arg("-d", s, "unknown datatype (int8, int32, int64, float16, bfloat16, float32, float64, all)");
 }
 
-static loom_op_t parse_op(const char *s)
+/* the collective by name: loom's, or nccl-tests' binary's (all_reduce_perf) */
+static enum coll parse_coll(const char *s)
 {
-	for (int o = 0; o < LOOM_OP_COUNT; o++)
-		if (!strcmp(s, loom_op_name((loom_op_t)o)))
-			return (loom_op_t)o;
-	die_arg("--op", s, "unknown reduction (sum, prod, min, max, avg)");
-	return LOOM_SUM;
+	static const struct { const char *name; enum coll c; } alias[] = {
+		{ "all_reduce", C_ALLREDUCE }, { "all_gather", C_ALLGATHER },
+		{ "reducescatter", C_REDUCE_SCATTER }, { "bcast", C_BROADCAST },
+		{ "all_to_all", C_ALLTOALL },
+	};
+	char name[64];
+	size_t n = strlen(s), i;
+	if (n >= sizeof name)
+		n = sizeof name - 1;
+	memcpy(name, s, n);
+	name[n] = 0;
+	if (n > 5 && !strcmp(name + n - 5, "_perf"))
+		name[n - 5] = 0;
+	for (i = 0; i < C_COUNT; i++)
+		if (!strcmp(name, coll_names[i]))
+			return (enum coll)i;
+	for (i = 0; i < sizeof alias / sizeof alias[0]; i++)
+		if (!strcmp(name, alias[i].name))
+			return alias[i].c;
+	die_arg("collective", s, "unknown collective (allreduce, allgather, reduce_scatter, "
+		"broadcast, alltoall, reduce)");
+	return C_ALLREDUCE;
+}
+
+/* a collective's name where the reduction op is asked: the old -o */
+static int names_coll(const char *s)
+{
+	for (int i = 0; i < C_COUNT; i++)
+		if (!strcmp(s, coll_names[i]))
+			return 1;
+	return 0;
+}
+
+static void parse_op(const char *s, struct opts *o)
+{
+	if (names_coll(s)) {
+		fprintf(stderr, "loom-bench: -o takes the reduction op now (nccl-tests' meaning); "
+			"name the collective as the first argument: loom-bench %s\n", s);
+		exit(2);
+	}
+	o->nops = 1;
+	if (!strcmp(s, "all")) {
+		for (int k = 0; k < LOOM_OP_COUNT; k++)
+			o->ops[k] = (loom_op_t)k;
+		o->nops = LOOM_OP_COUNT;
+		return;
+	}
+	for (int k = 0; k < LOOM_OP_COUNT; k++)
+		if (!strcmp(s, loom_op_name((loom_op_t)k))) {
+			o->ops[0] = (loom_op_t)k;
+			return;
+		}
+	die_arg("--op", s, "unknown reduction (sum, prod, min, max, avg, all)");
+}
+
+static void check_gone(void)
+{
+	fprintf(stderr, "loom-bench: -c takes a count now (nccl-tests' meaning): -c 1 checks "
+		"one call a size, -c 0 none\n");
+	exit(2);
 }
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { O_PEER = 256, O_MEMCPY, O_BACKEND, O_REDOP };
+	enum { O_PEER = 256, O_MEMCPY, O_BACKEND, O_OPNAME, O_CSV, O_JSON };
 	static const struct option lo[] = {
-		{ "op-name", required_argument, 0, 'o' },
+		{ "op", required_argument, 0, 'o' },
 		{ "minbytes", required_argument, 0, 'b' },
 		{ "maxbytes", required_argument, 0, 'e' },
 		{ "stepfactor", required_argument, 0, 'f' },
@@ -162,16 +247,18 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "datatype", required_argument, 0, 'd' },
 		{ "root", required_argument, 0, 'r' },
 		{ "iters", required_argument, 0, 'n' },
-		{ "warmup", required_argument, 0, 'w' },
-		{ "check", no_argument, 0, 'c' },
+		{ "warmup_iters", required_argument, 0, 'w' },
+		{ "check", required_argument, 0, 'c' },
 		{ "help", no_argument, 0, 'h' },
-		{ "op", required_argument, 0, O_REDOP },
+		{ "op-name", required_argument, 0, O_OPNAME },
+		{ "csv", no_argument, 0, O_CSV },
+		{ "json", no_argument, 0, O_JSON },
 		{ "peer", required_argument, 0, O_PEER },
 		{ "memcpy", no_argument, 0, O_MEMCPY },
 		{ "backend", required_argument, 0, O_BACKEND },
 		{ 0, 0, 0, 0 },
 	};
-	int c, i;
+	int c;
 	char *end;
 	const char *minb_arg = NULL;
 	memset(o, 0, sizeof *o);
@@ -179,23 +266,18 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->minb = 8;
 	o->maxb = 64u << 20;
 	o->factor = 2;
-	o->dtype = LOOM_FLOAT32;
-	o->op = LOOM_SUM;
+	o->dtypes[0] = LOOM_FLOAT32;
+	o->ndtypes = 1;
+	o->ops[0] = LOOM_SUM;
+	o->nops = 1;
 	o->iters = 20;
 	o->warmup = 5;
 	o->backend = LOOM_BACKEND_AUTO;
 	o->backend_name = "auto";
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:b:e:f:i:d:r:n:w:ch", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:b:e:f:i:d:r:n:w:c:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'o':
-			for (i = 0; i < C_COUNT && strcmp(optarg, coll_names[i]); i++)
-				;
-			if (i == C_COUNT)
-				die_arg("-o", optarg, "unknown collective (allreduce, allgather, "
-					"reduce_scatter, broadcast, alltoall, reduce)");
-			o->coll = (enum coll)i;
-			break;
+		case 'o': parse_op(optarg, o); break;
 		case 'b': o->minb = parse_size("-b", optarg); minb_arg = optarg; break;
 		case 'e': o->maxb = parse_size("-e", optarg); break;
 		case 'f':
@@ -209,13 +291,27 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			if (!o->incr)
 				die_arg("-i", optarg, "expected a positive size");
 			break;
-		case 'd': o->dtype = parse_dtype(optarg); break;
-		case 'r': o->root = parse_int("-r", optarg, 0); break;
+		case 'd': parse_dtype(optarg, o); break;
+		case 'r':
+			o->root_all = !strcmp(optarg, "all");
+			if (!o->root_all)
+				o->root = parse_int("-r", optarg, 0);
+			break;
 		case 'n': o->iters = parse_int("-n", optarg, 1); break;
 		case 'w': o->warmup = parse_int("-w", optarg, 0); break;
-		case 'c': o->check = 1; break;
+		case 'c':
+			/* the old flag took none: "-c -n 5" or "--check" last */
+			if (optarg[0] == '-')
+				check_gone();
+			o->check = parse_int("-c", optarg, 0);
+			break;
 		case 'h': usage(stdout); exit(0);
-		case O_REDOP: o->op = parse_op(optarg); break;
+		case O_OPNAME:
+			fprintf(stderr, "loom-bench: --op-name is gone; name the collective as the "
+				"first argument: loom-bench %s\n", optarg);
+			exit(2);
+		case O_CSV: o->fmt = F_CSV; break;
+		case O_JSON: o->fmt = F_JSON; break;
 		case O_PEER:
 			if (strcmp(optarg, "mpi"))
 				die_arg("--peer", optarg, "the only peer is mpi");
@@ -234,6 +330,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			else die_arg("--backend", optarg, "expected native, mpi, nccl or auto");
 			break;
 		case ':':
+			if (optopt == 'c')
+				check_gone();
 			fprintf(stderr, "loom-bench: option '%s' needs an argument (see --help)\n",
 				argv[optind - 1]);
 			exit(2);
@@ -242,10 +340,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			exit(2);
 		}
 	}
+	/* the collective by name, as nccl-tests' binaries are named */
 	if (optind < argc)
-		die_arg("argument", argv[optind], "unexpected (all options take a dash)");
+		o->coll = parse_coll(argv[optind++]);
+	if (optind < argc)
+		die_arg("argument", argv[optind], "unexpected (one collective, then options)");
 	if (o->minb > o->maxb)
 		die_arg("-b", minb_arg ? minb_arg : "8", "larger than -e");
+	o->dtype = o->dtypes[0];
+	o->op = o->ops[0];
 }
 
 static double now(void)
@@ -522,6 +625,102 @@ static double memcpy_gbs(void *dst, const void *src, size_t bytes, int iters, lo
 	return best > 0 ? bytes / best / 1e9 : 0;
 }
 
+/* One row: o's collective at this size with o's datatype, op and root,
+ * checked (-c), timed, then Open MPI's and memcpy's beside it. The wrong
+ * counts and busbw go into tot, summed (main turns them into means). */
+static void measure(const struct opts *o, size_t bytes, loom_comm_t *w, void *send, void *recv,
+		    struct bench_row *row, struct bench_tail *tot)
+{
+	struct shape s = shape_of(o->coll, bytes, loom_dtype_size(o->dtype), nranks);
+	double t0, best = 1e30, mean, algbw, busbw;
+	long long wrong = -1, mwrong = -1;
+	int i, rc;
+	if (o->check) {
+		/* -c N: N calls checked, their wrong elements summed */
+		wrong = 0;
+		for (i = 0; i < o->check; i++) {
+			fill_inputs(o, send, recv, s);
+			if ((rc = run_loom(o, send, recv, s.count, w)))
+				loom_die(coll_names[o->coll], rc);
+			wrong += reduce_sum_ll(count_wrong(o, recv, s), w);
+		}
+		tot->wrong += wrong;
+	}
+	for (i = 0; i < o->warmup; i++)
+		if ((rc = run_loom(o, send, recv, s.count, w)))
+			loom_die(coll_names[o->coll], rc);
+	if ((rc = loom_barrier(w)))
+		loom_die("barrier", rc);
+	/* the mean as the peers' is taken: no clock inside the loop (two
+	 * reads a call were a sixth of a 2-rank 8 B broadcast) */
+	t0 = now();
+	for (i = 0; i < o->iters; i++)
+		if ((rc = run_loom(o, send, recv, s.count, w)))
+			loom_die(coll_names[o->coll], rc);
+	mean = (now() - t0) / o->iters;
+	/* then the best of a few calls timed one by one */
+	for (i = 0; i < best_calls(o->iters); i++) {
+		double t1 = now();
+		if ((rc = run_loom(o, send, recv, s.count, w)))
+			loom_die(coll_names[o->coll], rc);
+		t1 = now() - t1;
+		if (t1 < best)
+			best = t1;
+	}
+	mean = reduce_max(mean, w);
+	best = reduce_max(best, w);
+	algbw = mean > 0 ? s.bytes / mean / 1e9 : 0;
+	busbw = algbw * bus_factor(o->coll, nranks);
+	tot->avg_busbw += busbw;
+
+	double mpi_mean = 0, mpi_busbw = 0;
+#ifdef HAVE_MPI
+	if (o->peer_mpi) {
+		if (o->check) {
+			mwrong = 0;
+			for (i = 0; i < o->check; i++) {
+				fill_inputs(o, send, recv, s);
+				if (run_mpi(o, send, recv, s.count) != MPI_SUCCESS)
+					loom_die("MPI peer", LOOM_ERR_SYSTEM);
+				mwrong += reduce_sum_ll(count_wrong(o, recv, s), w);
+			}
+			tot->mpi_wrong += mwrong;
+		}
+		for (i = 0; i < o->warmup; i++)
+			run_mpi(o, send, recv, s.count);
+		MPI_Barrier(MPI_COMM_WORLD);
+		t0 = MPI_Wtime();
+		for (i = 0; i < o->iters; i++)
+			run_mpi(o, send, recv, s.count);
+		mpi_mean = (MPI_Wtime() - t0) / o->iters;
+		MPI_Allreduce(MPI_IN_PLACE, &mpi_mean, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+		mpi_busbw = mpi_mean > 0 ? s.bytes / mpi_mean / 1e9 * bus_factor(o->coll, nranks) : 0;
+		tot->mpi_avg_busbw += mpi_busbw;
+	}
+#endif
+	double mc = 0, mc_all = 0;
+	if (o->memcpy_col) {
+		if (me == 0)
+			mc = memcpy_gbs(recv, send, s.bytes, o->iters < 5 ? 5 : o->iters, NULL);
+		mc_all = memcpy_gbs(recv, send, s.bytes, o->iters < 5 ? 5 : o->iters, w);
+	}
+	row->bytes = s.bytes;
+	row->count = s.total;
+	row->type = loom_dtype_name(o->dtype);
+	row->redop = is_reduction(o->coll) ? loom_op_name(o->op) : "none";
+	row->root = is_rooted(o->coll) ? o->root : -1;
+	row->time_us = mean * 1e6;
+	row->best_us = best * 1e6;
+	row->algbw = algbw;
+	row->busbw = busbw;
+	row->wrong = wrong;
+	row->mpi_wrong = mwrong;
+	row->mpi_time_us = mpi_mean * 1e6;
+	row->mpi_busbw = mpi_busbw;
+	row->memcpy = mc;
+	row->memcpy_all = mc_all;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -529,8 +728,8 @@ int main(int argc, char **argv)
 	int rc;
 	size_t es, bytes, maxel;
 	void *send, *recv;
-	long long wrong_total = 0, mpi_wrong_total = 0;
-	double bw_sum = 0, mpi_bw_sum = 0;
+	struct bench_head head;
+	struct bench_tail tot = { 0, 0, 0, 0 };
 	int rows = 0;
 
 	parse_args(argc, argv, &o);
@@ -576,7 +775,11 @@ int main(int argc, char **argv)
 		loom_finalize(w);
 		return 2;
 	}
-	es = loom_dtype_size(o.dtype);
+	/* the largest element, for -d all */
+	es = 0;
+	for (int k = 0; k < o.ndtypes; k++)
+		if (loom_dtype_size(o.dtypes[k]) > es)
+			es = loom_dtype_size(o.dtypes[k]);
 	maxel = o.maxb / es + (size_t)nranks;
 	send = malloc(maxel * es + 64);
 	recv = malloc(maxel * es + 64);
@@ -587,49 +790,39 @@ int main(int argc, char **argv)
 	memset(send, 0, maxel * es);
 	memset(recv, 0, maxel * es);
 
-	if (me == 0) {
-		/* the backend the world runs on, not the one asked for: with
-		 * "auto", LOOM_BACKEND decides */
-		printf("# loom-bench %s: %s, %d ranks, backend %s, dtype %s", loom_version(),
-		       coll_names[o.coll], nranks, loom_comm_backend(w), loom_dtype_name(o.dtype));
-		if (is_reduction(o.coll))
-			printf(", op %s", loom_op_name(o.op));
-		if (is_rooted(o.coll))
-			printf(", root %d", o.root);
-		printf(", iters %d, warmup %d%s\n", o.iters, o.warmup, o.check ? ", check" : "");
-		/* how srun placed the ranks: a "2 nodes" row means little without it */
-		if (getenv("SLURM_STEP_TASKS_PER_NODE"))
-			printf("# tasks per node: %s\n", getenv("SLURM_STEP_TASKS_PER_NODE"));
-		{
-			/* bound or not: ranks left to the scheduler can end up sharing a core */
-			cpu_set_t cs;
-			if (sched_getaffinity(0, sizeof cs, &cs) == 0)
-				printf("# cpus rank 0 may run on: %d\n", CPU_COUNT(&cs));
-		}
-		printf("# busbw = algbw * %s\n",
-		       o.coll == C_ALLREDUCE ? "2(n-1)/n" :
-		       is_rooted(o.coll) ? "1" : "(n-1)/n");
-		printf("#%11s %12s %9s %6s %5s %11s %11s %9s %9s %7s", "size", "count", "type",
-		       "redop", "root", "time", "best", "algbw", "busbw", "#wrong");
-		if (o.peer_mpi)
-			printf(" %11s %9s%s", "mpi_time", "mpi_busbw", o.check ? " mpi_wrong" : "");
-		if (o.memcpy_col)
-			printf(" %9s %10s", "memcpy", "memcpy_all");
-		printf("\n#%11s %12s %9s %6s %5s %11s %11s %9s %9s %7s", "(B)", "(elements)", "", "",
-		       "", "(us)", "(us)", "(GB/s)", "(GB/s)", "");
-		if (o.peer_mpi)
-			printf(" %11s %9s%s", "(us)", "(GB/s)", o.check ? "          " : "");
-		if (o.memcpy_col)
-			printf(" %9s %10s", "(GB/s)", "(GB/s)");
-		printf("\n");
-		fflush(stdout);
+	memset(&head, 0, sizeof head);
+	head.version = loom_version();
+	head.coll = coll_names[o.coll];
+	/* the backend the world runs on, not the one asked for: with "auto",
+	 * LOOM_BACKEND decides */
+	head.backend = loom_comm_backend(w);
+	head.dtype = o.ndtypes > 1 ? "all" : loom_dtype_name(o.dtype);
+	head.op = !is_reduction(o.coll) ? NULL : o.nops > 1 ? "all" : loom_op_name(o.op);
+	head.busbw_factor = o.coll == C_ALLREDUCE ? "2(n-1)/n" : is_rooted(o.coll) ? "1" : "(n-1)/n";
+	head.tasks_per_node = getenv("SLURM_STEP_TASKS_PER_NODE");
+	head.nranks = nranks;
+	head.rooted = is_rooted(o.coll);
+	head.root_all = o.root_all;
+	head.root = o.root;
+	head.iters = o.iters;
+	head.warmup = o.warmup;
+	head.check = o.check;
+	head.cpus = -1;
+	{
+		cpu_set_t cs;
+		if (sched_getaffinity(0, sizeof cs, &cs) == 0)
+			head.cpus = CPU_COUNT(&cs);
 	}
+	head.peer_mpi = o.peer_mpi;
+	head.memcpy_col = o.memcpy_col;
+	if (me == 0)
+		bench_print_head(stdout, o.fmt, &head);
 
 	{
 		/* before the first size, each peer runs it ten times the warm-up:
 		 * the first row of a run otherwise paid the process's cold start
 		 * (loom runs first at every size; Open MPI's turn came warm) */
-		struct shape s = shape_of(o.coll, o.minb, es, nranks);
+		struct shape s = shape_of(o.coll, o.minb, loom_dtype_size(o.dtype), nranks);
 		int i;
 		for (i = 0; i < 10 * o.warmup; i++)
 			if ((rc = run_loom(&o, send, recv, s.count, w)))
@@ -640,92 +833,22 @@ int main(int argc, char **argv)
 #endif
 	}
 	for (bytes = o.minb;;) {
-		struct shape s = shape_of(o.coll, bytes, es, nranks);
-		double t0, best = 1e30, mean, algbw, busbw;
-		long long wrong = -1, mwrong = -1;
-		int i;
-		if (o.check) {
-			fill_inputs(&o, send, recv, s);
-			if ((rc = run_loom(&o, send, recv, s.count, w)))
-				loom_die(coll_names[o.coll], rc);
-			wrong = reduce_sum_ll(count_wrong(&o, recv, s), w);
-			wrong_total += wrong;
-		}
-		for (i = 0; i < o.warmup; i++)
-			if ((rc = run_loom(&o, send, recv, s.count, w)))
-				loom_die(coll_names[o.coll], rc);
-		if ((rc = loom_barrier(w)))
-			loom_die("barrier", rc);
-		/* the mean as the peers' is taken: no clock inside the loop (two
-		 * reads a call were a sixth of a 2-rank 8 B broadcast) */
-		t0 = now();
-		for (i = 0; i < o.iters; i++)
-			if ((rc = run_loom(&o, send, recv, s.count, w)))
-				loom_die(coll_names[o.coll], rc);
-		mean = (now() - t0) / o.iters;
-		/* then the best of a few calls timed one by one */
-		for (i = 0; i < best_calls(o.iters); i++) {
-			double t1 = now();
-			if ((rc = run_loom(&o, send, recv, s.count, w)))
-				loom_die(coll_names[o.coll], rc);
-			t1 = now() - t1;
-			if (t1 < best)
-				best = t1;
-		}
-		mean = reduce_max(mean, w);
-		best = reduce_max(best, w);
-		algbw = mean > 0 ? s.bytes / mean / 1e9 : 0;
-		busbw = algbw * bus_factor(o.coll, nranks);
-		bw_sum += busbw;
-
-		double mpi_mean = 0, mpi_busbw = 0;
-#ifdef HAVE_MPI
-		if (o.peer_mpi) {
-			if (o.check) {
-				fill_inputs(&o, send, recv, s);
-				if (run_mpi(&o, send, recv, s.count) != MPI_SUCCESS)
-					loom_die("MPI peer", LOOM_ERR_SYSTEM);
-				mwrong = reduce_sum_ll(count_wrong(&o, recv, s), w);
-				mpi_wrong_total += mwrong;
-			}
-			for (i = 0; i < o.warmup; i++)
-				run_mpi(&o, send, recv, s.count);
-			MPI_Barrier(MPI_COMM_WORLD);
-			t0 = MPI_Wtime();
-			for (i = 0; i < o.iters; i++)
-				run_mpi(&o, send, recv, s.count);
-			mpi_mean = (MPI_Wtime() - t0) / o.iters;
-			MPI_Allreduce(MPI_IN_PLACE, &mpi_mean, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-			mpi_busbw = mpi_mean > 0 ? s.bytes / mpi_mean / 1e9 * bus_factor(o.coll, nranks) : 0;
-			mpi_bw_sum += mpi_busbw;
-		}
-#endif
-		double mc = 0, mc_all = 0;
-		if (o.memcpy_col) {
-			if (me == 0)
-				mc = memcpy_gbs(recv, send, s.bytes, o.iters < 5 ? 5 : o.iters, NULL);
-			mc_all = memcpy_gbs(recv, send, s.bytes, o.iters < 5 ? 5 : o.iters, w);
-		}
-		if (me == 0) {
-			char wr[32];
-			if (wrong < 0)
-				snprintf(wr, sizeof wr, "N/A");
-			else
-				snprintf(wr, sizeof wr, "%lld", wrong);
-			printf("%12zu %12zu %9s %6s %5d %11.2f %11.2f %9.3f %9.3f %7s", s.bytes, s.total,
-			       loom_dtype_name(o.dtype), is_reduction(o.coll) ? loom_op_name(o.op) : "none",
-			       is_rooted(o.coll) ? o.root : -1, mean * 1e6, best * 1e6, algbw, busbw, wr);
-			if (o.peer_mpi) {
-				printf(" %11.2f %9.3f", mpi_mean * 1e6, mpi_busbw);
-				if (o.check)
-					printf(" %9lld", mwrong);
-			}
-			if (o.memcpy_col)
-				printf(" %9.3f %10.3f", mc, mc_all);
-			printf("\n");
-			fflush(stdout);
-		}
-		rows++;
+		/* every datatype, op and root asked for, at this size */
+		int nop = is_reduction(o.coll) ? o.nops : 1;
+		int nroot = is_rooted(o.coll) && o.root_all ? nranks : 1;
+		for (int di = 0; di < o.ndtypes; di++)
+			for (int oi = 0; oi < nop; oi++)
+				for (int ri = 0; ri < nroot; ri++) {
+					struct bench_row row;
+					o.dtype = o.dtypes[di];
+					o.op = o.ops[oi];
+					if (o.root_all)
+						o.root = ri;
+					measure(&o, bytes, w, send, recv, &row, &tot);
+					if (me == 0)
+						bench_print_row(stdout, o.fmt, &head, &row, rows == 0);
+					rows++;
+				}
 		/* next size */
 		{
 			size_t next = o.incr ? bytes + o.incr : (size_t)ceil((double)bytes * o.factor);
@@ -741,15 +864,10 @@ int main(int argc, char **argv)
 	}
 
 	if (me == 0) {
-		if (o.check)
-			printf("# Wrong elements       : %lld %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
-		if (o.check && o.peer_mpi)
-			printf("# Wrong elements (mpi) : %lld %s\n", mpi_wrong_total,
-			       mpi_wrong_total ? "FAILED" : "OK");
-		printf("# Avg bus bandwidth    : %.3f GB/s\n", rows ? bw_sum / rows : 0);
-		if (o.peer_mpi)
-			printf("# Avg bus bandwidth (mpi): %.3f GB/s\n", rows ? mpi_bw_sum / rows : 0);
-		fflush(stdout);
+		/* measure() summed them */
+		tot.avg_busbw = rows ? tot.avg_busbw / rows : 0;
+		tot.mpi_avg_busbw = rows ? tot.mpi_avg_busbw / rows : 0;
+		bench_print_tail(stdout, o.fmt, &head, &tot);
 	}
 	free(send);
 	free(recv);
@@ -762,5 +880,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-bench: loom_finalize: %s\n", loom_strerror(rc));
 		return 2;
 	}
-	return wrong_total || mpi_wrong_total ? 1 : 0;
+	return tot.wrong || tot.mpi_wrong ? 1 : 0;
 }

@@ -1,5 +1,5 @@
 /* bench/loomvals.h: deterministic per-rank inputs and their expected
- * reductions, shared by loom-bench --check and the conformance suite
+ * reductions, shared by loom-bench -c and the conformance suite
  * (t/conformance/). Uses only the public <loom.h>.
  *
  * lv_value(dtype, op, rank, i) is the i-th input element of a rank for a

@@ -14,7 +14,7 @@ command -v python3 >/dev/null || skip_all "python3 not installed"
 G=$TEST_TMP/good
 test_expect_success 'one rank of loom-bench leaves a record loom-doctor reads' '
 	mkdir "$G" &&
-	LOOM_FLIGHT_DIR=$G "$LOOM_BUILD_DIR/bench/loom-bench" -o allreduce -b 8 -e 8 -n 5 -w 1 >/dev/null &&
+	LOOM_FLIGHT_DIR=$G "$LOOM_BUILD_DIR/bench/loom-bench" allreduce -b 8 -e 8 -n 5 -w 1 >/dev/null &&
 	test -f "$G/step0-rank0.flight" &&
 	"$DOC" "$G" >"$TEST_TMP/d.out" &&
 	cat "$TEST_TMP/d.out" &&

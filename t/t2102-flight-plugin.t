@@ -30,7 +30,7 @@ stepd_lines() {
 	echo "not $1 slurmd log lines /$2/:"; cat "$LOOM_CLUSTER_DIR"/log/slurmd-n*.log | grep "loom:"
 	return 1
 }
-bench() { echo "$B -o allreduce -b 8 -e 8 -n 3 -w 1"; }
+bench() { echo "$B allreduce -b 8 -e 8 -n 3 -w 1"; }
 
 test_expect_success 'default: a node-local directory per job and user in every task' '
 	timeout 120 srun -N2 -n2 sh -c "echo \$SLURM_JOB_ID \$LOOM_FLIGHT_DIR" >"$TEST_TMP/o" &&
@@ -92,7 +92,7 @@ test_expect_success 'nobody: the directory swapped for a link to a root-only one
 '
 
 test_expect_success 'nobody: the runtime records nothing in a directory it does not own, and says why' '
-	as_nobody env LOOM_FLIGHT_DIR=$TEST_TMP/shared $B -o allreduce -b 8 -e 8 -n 2 -w 1 >"$TEST_TMP/o" 2>&1 &&
+	as_nobody env LOOM_FLIGHT_DIR=$TEST_TMP/shared $B allreduce -b 8 -e 8 -n 2 -w 1 >"$TEST_TMP/o" 2>&1 &&
 	cat "$TEST_TMP/o" &&
 	grep -q "warning: flight recorder off: LOOM_FLIGHT_DIR=$TEST_TMP/shared: Operation not permitted (it must be a directory of this user, not a link)" "$TEST_TMP/o" &&
 	! ls "$TEST_TMP/shared"/*.flight 2>/dev/null

@@ -3,19 +3,20 @@
 # table takes the best of each column, and the largest allreduce is also
 # shown round by round, loom against the memcpy of its own round, with
 # the median of those shares. Goal figures are read from these lines.
+# loom's rows are loom-bench --json's, gloo's gloo-bench.py's table.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is not installed (bench/compare-report.py needs it)"
 R=$LOOM_SRC_DIR/bench/compare-report.py
-hdr='#       size        count      type  redop  root        time        best     algbw     busbw  #wrong    mpi_time mpi_busbw    memcpy memcpy_all'
-# loom_row size time busbw mpi_time mpi_busbw memcpy memcpy_all
-loom_row() { printf '%12s %12s   float32    sum    -1 %11s %11s %9s %9s     N/A %11s %9s %9s %10s\n' \
+# loom_row size time busbw mpi_time mpi_busbw memcpy memcpy_all: a row of
+# loom-bench --json, Open MPI's and memcpy's columns in it
+loom_row() { printf '  {"size": %s, "count": %s, "type": "float32", "redop": "sum", "root": -1, "time": %s, "best": %s, "algbw": %s, "busbw": %s, "wrong": null, "mpi_time": %s, "mpi_busbw": %s, "mpi_wrong": null, "memcpy": %s, "memcpy_all": %s}' \
 	"$1" $(($1 / 4)) "$2" "$2" "$3" "$3" "$4" "$5" "$6" "$7"; }
 gloo_row() { printf '%12s %12s   float32    sum    -1 %11s %11s %9s %9s     N/A\n' "$1" $(($1 / 4)) "$2" "$2" "$3" "$3"; }
 # round r: loom busbw, Open MPI busbw, gloo busbw, memcpy, memcpy_all at 64 MiB
 write_round() {
-	{ echo "# loom-bench 0.1.0: allreduce, 2 ranks"; echo "$hdr"
-	  loom_row 8 0.14 0.057 0.19 0.042 0.400 0.400
-	  loom_row 67108864 "$2" "$3" "$4" "$5" "$8" "$9"; } >"$TEST_TMP/c/raw/allreduce-1x2-loom-r$1.txt"
+	{ echo '{"loom_bench": "0.1.0", "collective": "allreduce", "nranks": 2, "rows": ['
+	  loom_row 8 0.14 0.057 0.19 0.042 0.400 0.400; echo ,
+	  loom_row 67108864 "$2" "$3" "$4" "$5" "$8" "$9"; echo '], "wrong": null}'; } >"$TEST_TMP/c/raw/allreduce-1x2-loom-r$1.json"
 	{ echo "# gloo-bench torch 1.13.0a0: allreduce, 2 ranks"
 	  gloo_row 8 421 0.000; gloo_row 67108864 "$6" "$7"; } >"$TEST_TMP/c/raw/allreduce-1x2-gloo-r$1.txt"
 }
@@ -48,12 +49,30 @@ test_expect_success 'round by round: each ratio from its own round, then the med
 '
 
 test_expect_success 'a round whose loom run failed is left out, not counted as zero' '
-	: >"$TEST_TMP/c/raw/allreduce-1x2-loom-r3.txt" &&
+	: >"$TEST_TMP/c/raw/allreduce-1x2-loom-r3.json" &&
 	write_round 4 11184.81 6.000 33554.43 2.000 67108.86 1.000 12.000 6.000 &&
 	python3 "$R" "$TEST_TMP/c" >"$TEST_TMP/rep" &&
 	sed -n "/round by round/,/^Median/p" "$TEST_TMP/rep" >"$TEST_TMP/t" && cat "$TEST_TMP/t" &&
 	! grep -q "^| 3 |" "$TEST_TMP/t" &&
 	grep -qx "| 4 | 6.000 | 2.000 | 1.000 | 12.000 | 6.000 | 3.00x | 6.00x | 50.0% | 100.0% |" "$TEST_TMP/t" &&
 	grep -qx "Median over 3 round(s): loom/memcpy 50.0%, loom/all 100.0%." "$TEST_TMP/t"
+'
+test_expect_success 'the plot: by matplotlib where it is installed, else one line says why' '
+	mkdir -p "$TEST_TMP/p/raw" &&
+	{ echo "{\"rows\": ["; loom_row 8 0.14 0.057 0.19 0.042 0.400 0.400; echo ,
+	  loom_row 1024 1.00 1.000 2.00 0.500 4.000 4.000; echo ,
+	  loom_row 65536 10.00 6.000 20.00 3.000 9.000 9.000; echo "]}"; } >"$TEST_TMP/p/raw/allreduce-1x2-loom-r1.json" &&
+	python3 "$R" "$TEST_TMP/p" >"$TEST_TMP/prep" && cat "$TEST_TMP/prep" &&
+	if python3 -c "import matplotlib" 2>/dev/null; then
+		grep -qx "Plot: $TEST_TMP/p/compare.svg" "$TEST_TMP/prep" &&
+		python3 -c "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); \
+			print(\" \".join(sorted(g.getAttribute(\"id\") for g in d.getElementsByTagName(\"g\") \
+				if g.getAttribute(\"id\").startswith(\"curve-\"))))" "$TEST_TMP/p/compare.svg" >"$TEST_TMP/ids" &&
+		cat "$TEST_TMP/ids" &&
+		echo "curve-allreduce-1x2-loom curve-allreduce-1x2-memcpy curve-allreduce-1x2-mpi" | cmp - "$TEST_TMP/ids"
+	else
+		grep -qx "No plot: matplotlib is not installed (python3-matplotlib)\." "$TEST_TMP/prep" &&
+		! test -e "$TEST_TMP/p/compare.svg"
+	fi
 '
 test_done

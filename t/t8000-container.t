@@ -139,7 +139,7 @@ test_expect_success 'the MPIJob launcher command runs across the containers with
 	cmd[np] = str(workers)
 	swap("LOOM_BACKEND=nccl", "LOOM_BACKEND=mpi")
 	assert cmd[swap("1G", "1M") - 1] == "-e", cmd
-	print("\n".join(cmd + ["--check"]))
+	print("\n".join(cmd + ["-c", "1"]))
 	EOF
 	cat "$TEST_TMP/cmd" &&
 	timeout 120 "$engine" exec "$n1" sh -c "until ssh -o BatchMode=yes n2 true; do sleep 1; done" &&
