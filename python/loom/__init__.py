@@ -54,7 +54,8 @@ from ._ckpt import Checkpoint
 def library_version() -> str:
     """The version of the libloom this package loaded (loading it: raises
     loom.LibraryError when it cannot be loaded)."""
-    return _libloom.loom_version().decode()
+    version: bytes = _libloom.loom_version()
+    return version.decode()
 
 
 for _cls in (Checkpoint, StopSignal, World) + _ERRORS:

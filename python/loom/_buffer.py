@@ -48,6 +48,6 @@ class Buffer:
         self.view = mv
         self.dtype = dtype
         self.count = mv.nbytes // mv.itemsize
-        self.shape: Tuple[int, ...] = tuple(mv.shape) if mv.ndim else (1,)
+        self.shape: Tuple[int, ...] = tuple(mv.shape or ()) if mv.ndim else (1,)
         self._mem = (ctypes.c_char * mv.nbytes).from_buffer(mv)
         self.addr = ctypes.addressof(self._mem)

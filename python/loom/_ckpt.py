@@ -58,7 +58,7 @@ class Checkpoint(Closing):
         check(lib.loom_ckpt_open(world._handle("Checkpoint"),
                                  dir.encode() if dir is not None else None, ctypes.byref(ck)),
               "loom_ckpt_open(%s)" % (dir if dir is not None else "$LOOM_CKPT_DIR"))
-        self._ck = ck
+        self._ck: Optional[ctypes.c_void_p] = ck
         self.dir: str = lib.loom_ckpt_dir(ck).decode()
 
     def _handle(self, what: str) -> ctypes.c_void_p:

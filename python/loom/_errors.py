@@ -6,7 +6,7 @@ builtin exception Python programs expect for its kind of failure, so
 `except ValueError` or `except TimeoutError` catches it too.
 """
 import builtins
-from typing import Dict, Type
+from typing import Any, Dict, Tuple, Type
 
 # loom_status_t of loom.h
 STATUS_NAMES: Dict[int, str] = {
@@ -50,7 +50,7 @@ class Error(Exception):
         self.message = message
         super().__init__("%s: %s" % (self.name, message))
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         # rebuilt from (status, message), not from the formatted text
         return (type(self), (self.status, self.message))
 
@@ -87,7 +87,7 @@ class LibraryError(Error, builtins.OSError):
     def __init__(self, message: str) -> None:
         super().__init__(ERR_UNSUPPORTED, message)
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         return (type(self), (self.message,))
 
 

@@ -24,7 +24,7 @@ def _candidates() -> List[Tuple[str, str]]:
         return [("LOOM_LIBRARY=" + env, env)]
     found = [(SONAME + " (the dynamic loader's search path)", SONAME)]
     try:
-        from . import _paths  # written by make install; absent in the source tree
+        from . import _paths  # type: ignore[attr-defined]  # by make install only
         path = os.path.join(_paths.LIBDIR, SONAME)
         found.append((path + " (the libdir of make install)", path))
     except ImportError:
@@ -129,9 +129,8 @@ class Closing:
     def __enter__(self: _C) -> _C:
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
-        return False
 
     def close(self) -> None:
         raise NotImplementedError

@@ -1,6 +1,6 @@
 """loom.init() and the world communicator's collectives."""
 import ctypes
-from typing import Dict, TypeVar
+from typing import Dict, Optional, TypeVar
 
 from ._buffer import Buffer
 from ._errors import invalid, wrong_type
@@ -41,7 +41,7 @@ class World(Closing):
     """
 
     def __init__(self, comm: ctypes.c_void_p) -> None:
-        self._comm = comm
+        self._comm: Optional[ctypes.c_void_p] = comm
         self.rank: int = lib.loom_comm_rank(comm)
         self.size: int = lib.loom_comm_size(comm)
         self.local_rank: int = lib.loom_comm_local_rank(comm)
