@@ -41,7 +41,7 @@ fi
 test_expect_success 'request_requeue in a job without --loom-ckpt: the clear error, exit 1' '
 	timeout 120 srun -N1 -n1 "$PY" -c "import loom; loom.request_requeue(3)" \
 		>"$TEST_TMP/norq" 2>&1 && rc=0 || rc=$?; cat "$TEST_TMP/norq" && test $rc = 1 &&
-	grep -q "^loom.Error: LOOM_ERR_INVALID: request_requeue: LOOM_CKPT_DIR is unset: the job was not started with --loom-ckpt=DIR, and loom.so requeues only such jobs$" \
+	grep -q "^loom.InvalidArgument: LOOM_ERR_INVALID: request_requeue: LOOM_CKPT_DIR is unset: the job was not started with --loom-ckpt=DIR, and loom.so requeues only such jobs$" \
 		"$TEST_TMP/norq"
 '
 

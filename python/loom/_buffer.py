@@ -3,8 +3,9 @@ count and dtype, read from the buffer protocol (numpy arrays, bytearray,
 array.array, CPU torch tensors through .numpy())."""
 import ctypes
 import sys
+from typing import Any, Tuple
 
-from ._lib import invalid
+from ._errors import invalid, wrong_type
 
 # loom_dtype_t of loom.h, by (buffer format character, item size)
 _DTYPES = {
@@ -24,12 +25,12 @@ class Buffer:
     """A writable, C-contiguous buffer pinned for as long as this object
     lives (the exporter cannot be resized meanwhile)."""
 
-    def __init__(self, obj, what):
+    def __init__(self, obj: Any, what: str) -> None:
         try:
             mv = memoryview(obj)
         except TypeError:
-            raise invalid("%s: a %s has no buffer (pass a numpy array, or a CPU torch "
-                          "tensor's .numpy())" % (what, type(obj).__name__)) from None
+            raise wrong_type("%s: a %s has no buffer (pass a numpy array, or a CPU torch "
+                             "tensor's .numpy())" % (what, type(obj).__name__)) from None
         if mv.readonly:
             raise invalid("%s: the buffer is read-only (the call writes into it)" % what)
         if not mv.c_contiguous:
@@ -41,12 +42,12 @@ class Buffer:
         base = fmt.lstrip("@=<>!")
         dtype = _DTYPES.get((base, mv.itemsize))
         if dtype is None:
-            raise invalid("%s: buffer format %r (%d-byte items) is not a libloom dtype: "
-                          "int8, int32, int64, float16, float32 or float64" %
-                          (what, fmt, mv.itemsize))
+            raise wrong_type("%s: buffer format %r (%d-byte items) is not a libloom dtype: "
+                             "int8, int32, int64, float16, float32 or float64" %
+                             (what, fmt, mv.itemsize))
         self.view = mv
         self.dtype = dtype
         self.count = mv.nbytes // mv.itemsize
-        self.shape = tuple(mv.shape) if mv.ndim else (1,)
+        self.shape: Tuple[int, ...] = tuple(mv.shape or ()) if mv.ndim else (1,)
         self._mem = (ctypes.c_char * mv.nbytes).from_buffer(mv)
         self.addr = ctypes.addressof(self._mem)

@@ -1,18 +1,20 @@
 """loom.Checkpoint: libloom's coordinated checkpoint/restart (loom_ckpt(3))."""
 import ctypes
+from typing import Any, List, Optional, Sequence
 
 from ._buffer import Buffer
-from ._lib import ERR_NOT_FOUND, Closing, check, check_step as _step, invalid, lib
+from ._errors import ERR_NOT_FOUND, invalid, wrong_type
+from ._lib import Closing, check, check_step as _step, lib
 from ._world import World
 
 MAX_DIMS = 8
 
 
-def _sizes(what, values, ndim):
+def _sizes(what: str, values: Sequence[int], ndim: int) -> Any:
     try:
         out = [int(v) for v in values]
     except (TypeError, ValueError):
-        raise invalid("%s=%r: a sequence of non-negative integers" % (what, values)) from None
+        raise wrong_type("%s=%r: a sequence of non-negative integers" % (what, values)) from None
     if len(out) != ndim or any(v < 0 for v in out):
         raise invalid("%s=%r: %d non-negative integers (one per dimension of the tensor)" %
                       (what, values, ndim))
@@ -37,28 +39,35 @@ class Checkpoint(Closing):
     Every call except tensor() is collective: all ranks, same order. While
     a Checkpoint is open, SIGTERM and LOOM_CKPT_SIGNAL only set libloom's
     stop flag (handlers installed before are chained).
+
+    A directory that cannot be written raises loom.IOFailure (an
+    OSError), a checkpoint that does not fit the registered tensors
+    loom.Error (LOOM_ERR_MISMATCH); bad arguments loom.InvalidArgument
+    (a ValueError) or loom.InvalidType (a TypeError).
     """
 
-    def __init__(self, world, dir=None):
+    def __init__(self, world: World, dir: Optional[str] = None) -> None:
         if not isinstance(world, World):
-            raise invalid("Checkpoint: world=%r is not a loom.World (use loom.init())" % (world,))
+            raise wrong_type("Checkpoint: world=%r is not a loom.World (use loom.init())" %
+                             (world,))
         if dir is not None and not isinstance(dir, str):
-            raise invalid("Checkpoint: dir=%r is not a string" % (dir,))
+            raise wrong_type("Checkpoint: dir=%r is not a string" % (dir,))
         self._world = world
-        self._buffers = []      # registered memory stays pinned while open
+        self._buffers: List[Buffer] = []    # registered memory stays pinned while open
         ck = ctypes.c_void_p()
         check(lib.loom_ckpt_open(world._handle("Checkpoint"),
                                  dir.encode() if dir is not None else None, ctypes.byref(ck)),
               "loom_ckpt_open(%s)" % (dir if dir is not None else "$LOOM_CKPT_DIR"))
-        self._ck = ck
-        self.dir = lib.loom_ckpt_dir(ck).decode()
+        self._ck: Optional[ctypes.c_void_p] = ck
+        self.dir: str = lib.loom_ckpt_dir(ck).decode()
 
-    def _handle(self, what):
+    def _handle(self, what: str) -> ctypes.c_void_p:
         if not self._ck:
             raise invalid("%s: the checkpoint is closed" % what)
         return self._ck
 
-    def tensor(self, name, x, global_shape=None, offset=None):
+    def tensor(self, name: str, x: Any, global_shape: Optional[Sequence[int]] = None,
+               offset: Optional[Sequence[int]] = None) -> None:
         """Register x, this rank's block of tensor `name`: x's shape is the
         block's extent, at `offset` (default zeros) within `global_shape`
         (default x's shape: the whole tensor on every rank). x's memory is
@@ -67,7 +76,7 @@ class Checkpoint(Closing):
         every rank registers the same names, dtypes and global shapes in
         the same order."""
         if not isinstance(name, str):
-            raise invalid("tensor: name=%r is not a string" % (name,))
+            raise wrong_type("tensor: name=%r is not a string" % (name,))
         ck = self._handle("tensor")
         b = Buffer(x, "tensor %s" % name)
         ndim = len(b.shape)
@@ -84,7 +93,7 @@ class Checkpoint(Closing):
               "loom_ckpt_tensor(%s)" % name)
         self._buffers.append(b)
 
-    def should_stop(self, step):
+    def should_stop(self, step: int) -> bool:
         """True on every rank when any rank has received a stop signal by
         the time it called this for `step` (the same step on every rank)."""
         stop = ctypes.c_int()
@@ -92,11 +101,11 @@ class Checkpoint(Closing):
                                         ctypes.byref(stop)), "loom_ckpt_should_stop")
         return bool(stop.value)
 
-    def save(self, step):
+    def save(self, step: int) -> None:
         """Write and commit checkpoint `step` of every registered tensor."""
         check(lib.loom_ckpt_save(self._handle("save"), _step(step)), "loom_ckpt_save")
 
-    def restore(self):
+    def restore(self) -> Optional[int]:
         """Load the newest checkpoint that verifies (older ones as fallback)
         into the registered tensors; its step, or None when there is none."""
         step = ctypes.c_longlong(-1)
@@ -106,7 +115,7 @@ class Checkpoint(Closing):
         check(rc, "loom_ckpt_restore")
         return step.value
 
-    def close(self):
+    def close(self) -> None:
         """Close the checkpoint (collective); the signal handlers go back."""
         if self._ck:
             ck, self._ck = self._ck, None

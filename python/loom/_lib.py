@@ -1,74 +1,35 @@
-"""Loading libloom with ctypes, its prototypes, and loom.Error.
+"""Loading libloom with ctypes, lazily, and its prototypes.
 
-Where the library comes from, in this order: the path in LOOM_LIBRARY
-(only that, when set: in-tree tests point it at runtime/.libs); the
-soname through the dynamic loader's search path; the libdir that
-make install recorded (_paths.py, absent in the source tree).
+`import loom` loads nothing: the first call that needs libloom loads it
+(loom.StopSignal, which is pure Python, never does). Where the library
+comes from, in this order: the path in LOOM_LIBRARY (only that, when
+set: in-tree tests point it at runtime/.libs); the soname through the
+dynamic loader's search path; the libdir that make install recorded
+(_paths.py, absent in the source tree and in a pip install). A library
+that cannot be loaded is loom.LibraryError, raised by each call that
+needs it (so setting LOOM_LIBRARY later in the process still works).
 """
 import ctypes
 import os
+from typing import Any, List, Tuple, TypeVar
+
+from ._errors import LibraryError, error, invalid, wrong_type
 
 SONAME = "libloom.so.0"
 
-# loom_status_t of loom.h
-STATUS_NAMES = {
-    0: "LOOM_SUCCESS",
-    -1: "LOOM_ERR_INVALID",
-    -2: "LOOM_ERR_NOMEM",
-    -3: "LOOM_ERR_SYSTEM",
-    -4: "LOOM_ERR_TIMEOUT",
-    -5: "LOOM_ERR_PEER_LOST",
-    -6: "LOOM_ERR_MISMATCH",
-    -7: "LOOM_ERR_BOOTSTRAP",
-    -8: "LOOM_ERR_UNSUPPORTED",
-    -9: "LOOM_ERR_ABORTED",
-    -10: "LOOM_ERR_IO",
-    -11: "LOOM_ERR_CORRUPT",
-    -12: "LOOM_ERR_NOT_FOUND",
-}
-ERR_INVALID = -1
-ERR_NOT_FOUND = -12
 
-
-class Error(Exception):
-    """An error of libloom, or a bad argument found before calling it.
-
-    Attributes: status (libloom's negative status code), name (its name in
-    loom.h, e.g. "LOOM_ERR_INVALID") and message (what failed and why;
-    libloom's own log line on stderr may say more).
-    """
-
-    def __init__(self, status, message):
-        self.status = status
-        self.name = STATUS_NAMES.get(status, "LOOM_ERR_%d" % status)
-        self.message = message
-        super().__init__("%s: %s" % (self.name, message))
-
-
-def _candidates():
+def _candidates() -> List[Tuple[str, str]]:
     env = os.environ.get("LOOM_LIBRARY")
     if env:
         return [("LOOM_LIBRARY=" + env, env)]
     found = [(SONAME + " (the dynamic loader's search path)", SONAME)]
     try:
-        from . import _paths  # written by make install; absent in the source tree
-        found.append((os.path.join(_paths.LIBDIR, SONAME) + " (the libdir of make install)",
-                      os.path.join(_paths.LIBDIR, SONAME)))
+        from . import _paths  # type: ignore[attr-defined]  # by make install only
+        path = os.path.join(_paths.LIBDIR, SONAME)
+        found.append((path + " (the libdir of make install)", path))
     except ImportError:
         pass
     return found
-
-
-def _load():
-    tried = []
-    for what, path in _candidates():
-        try:
-            return ctypes.CDLL(path)
-        except OSError as e:
-            tried.append("%s: %s" % (what, e))
-    raise ImportError("loom: cannot load libloom; tried " + "; ".join(tried) +
-                      ". Install libloom (make install, or the libloom0 package), or set "
-                      "LOOM_LIBRARY to the path of libloom.so.0")
 
 
 _c = ctypes
@@ -101,41 +62,75 @@ _PROTOS = {
     "loom_ckpt_request_requeue": (_c.c_int, [_c.c_char_p, _c.c_longlong, _c.c_int]),
 }
 
-lib = _load()
-for _name, (_res, _args) in _PROTOS.items():
-    try:
-        _f = getattr(lib, _name)
-    except AttributeError:
-        raise ImportError("loom: %s lacks %s: it is older than this package; install the "
-                          "libloom of the same loom version" % (lib._name, _name)) from None
-    _f.restype, _f.argtypes = _res, _args
+
+def _load() -> ctypes.CDLL:
+    tried = []
+    for what, path in _candidates():
+        try:
+            dll = ctypes.CDLL(path)
+            break
+        except OSError as e:
+            tried.append("%s: %s" % (what, e))
+    else:
+        raise LibraryError("cannot load libloom; tried " + "; ".join(tried) +
+                           ". Install libloom (make install, or the libloom0 package), or "
+                           "set LOOM_LIBRARY to the path of libloom.so.0")
+    for name, (res, args) in _PROTOS.items():
+        try:
+            f = getattr(dll, name)
+        except AttributeError:
+            raise LibraryError("%s lacks %s: it is older than this package; install the "
+                               "libloom of the same loom version, or set LOOM_LIBRARY to "
+                               "its path" % (dll._name, name)) from None
+        f.restype, f.argtypes = res, args
+    return dll
 
 
-def check(rc, what):
-    """Raise Error for a negative libloom status of the call `what`."""
+class _Lazy:
+    """libloom's functions as attributes, the library loaded on the first
+    lookup; each function found is kept on this object, so later calls
+    cost what a direct ctypes call does."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _PROTOS:
+            raise AttributeError(name)
+        dll = _load()
+        for n in _PROTOS:
+            setattr(self, n, getattr(dll, n))
+        self.__dict__["_dll"] = dll
+        return getattr(dll, name)
+
+
+lib: Any = _Lazy()
+
+
+def check(rc: int, what: str) -> int:
+    """Raise the loom.Error of a negative libloom status of the call `what`."""
     if rc < 0:
-        raise Error(rc, "%s: %s" % (what, lib.loom_strerror(rc).decode(errors="replace")))
+        raise error(rc, "%s: %s" % (what, lib.loom_strerror(rc).decode(errors="replace")))
     return rc
 
 
-def invalid(message):
-    """The Error of a bad argument (LOOM_ERR_INVALID)."""
-    return Error(ERR_INVALID, message)
-
-
-def check_step(step):
+def check_step(step: int) -> int:
     """step as libloom takes it: a non-negative int (not a bool)."""
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise wrong_type("step=%r: a non-negative integer" % (step,))
+    if step < 0:
         raise invalid("step=%r: a non-negative integer" % (step,))
     return step
+
+
+_C = TypeVar("_C", bound="Closing")
 
 
 class Closing:
     """A with block closes the object (its close() method)."""
 
-    def __enter__(self):
+    def __enter__(self: _C) -> _C:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
-        return False
+
+    def close(self) -> None:
+        raise NotImplementedError
