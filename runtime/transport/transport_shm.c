@@ -97,13 +97,11 @@ struct fbox {
 
 /* A rank's boxes, used in turn (seq % FBOX_DEPTH): a rank waits to
  * reuse one only when FBOX_DEPTH operations have gone by and a peer has
- * not read the oldest yet, so a broadcast root runs up to 15 operations
- * ahead of its readers instead of 1 (8 B broadcast, 2 ranks: 0.30 ->
- * 0.1 us a call in a loop). 16, not 8: the node part of a broadcast
- * across nodes, whose readers are often descheduled while their leader
- * waits for TCP, had to wait for them twice as often (4 ranks on 2
- * nodes, 64 B: 4.0-9.3 against 4.2-14.5 us a call, medians 5.0 and 9.5;
- * in a node no change). 66 KiB a rank. */
+ * not read the oldest yet, so a broadcast root runs up to FBOX_DEPTH - 1
+ * operations ahead of its readers instead of waiting for each. 16, not
+ * 8: the node part of a broadcast across nodes, whose readers are often
+ * descheduled while their leader waits for TCP, had to wait for them
+ * twice as often (docs/algorithms.md, "Fast boxes"). 66 KiB a rank. */
 #define FBOX_DEPTH 16
 #define FBOX_SLOT(seq) ((seq) & (FBOX_DEPTH - 1))
 
