@@ -11,3 +11,5 @@ check_PROGRAMS += t/metrics/count_ops
 t_metrics_count_ops_SOURCES = t/metrics/count_ops.c
 t_metrics_count_ops_LDADD = runtime/libloom.la
 dist_check_SCRIPTS += t/t0006-metrics-cluster.t
+dist_check_SCRIPTS += t/t0011-prometheus.t
+EXTRA_DIST += t/lib/grafana-queries.py
