@@ -78,7 +78,9 @@ test_expect_success 'node_exporter (textfile collector only) starts on loopback'
 		{ tail -20 "$TEST_TMP/node-exporter.log"; exit 1; }
 '
 test_expect_success 'Prometheus starts on loopback, scraping it every second' '
-	cat >"$TEST_TMP/prometheus.yml" <<-EOF &&
+	# (a command of its own: "cat && prometheus &" would put both in one
+	# background shell, and $! would be that shell, not Prometheus)
+	cat >"$TEST_TMP/prometheus.yml" <<-EOF
 	global:
 	  scrape_interval: 1s
 	  evaluation_interval: 1s
@@ -136,6 +138,8 @@ test_expect_success 'a removed file'"'"'s series leave Prometheus at the next sc
 '
 test_expect_success 'both servers stop' '
 	pn=$(cat "$TEST_TMP/prometheus.pid") && pe=$(cat "$TEST_TMP/node-exporter.pid") &&
-	servers_stop && ! kill -0 "$pn" 2>/dev/null && ! kill -0 "$pe" 2>/dev/null
+	servers_stop && ! kill -0 "$pn" 2>/dev/null && ! kill -0 "$pe" 2>/dev/null &&
+	! pgrep -f -- "--config.file=$TEST_TMP/prometheus.yml" &&
+	! pgrep -f -- "--collector.textfile.directory=$D"
 '
 test_done
