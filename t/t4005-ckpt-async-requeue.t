@@ -24,7 +24,7 @@ cat >"$A/job.sh" <<EOS
 #!/bin/sh
 export LOOM_DEBUG=info LOOM_CKPT_ASYNC=1 CKPT_DRIVE_SAVE_EVERY=1000 CKPT_DRIVE_ROWS=9001
 export LOOM_CKPT_CHUNK=65536 LOOM_CKPT_BUFFER_MB=1
-export LOOM_METRICS_FILE="$A/m-\${SLURM_RESTART_COUNT:-0}-%r.prom"
+export LOOM_METRICS_FILE="$A/m-\${SLURM_RESTART_COUNT:-0}-%r.prom" LOOM_METRICS_KEEP=1
 srun --mpi=pmix env LD_PRELOAD="$KILLPOINT" LOOM_TEST_KILL_RANK=0 \\
 	LOOM_TEST_KILL_AT="fsync:$A/ck/*/.tmp-step-0-*/t0.bin" LOOM_TEST_PAUSE_UNTIL="$A/release" \\
 	sh -c 'exec "\$0" train "\$LOOM_CKPT_DIR" rows 150' "$DRIVE"
@@ -51,11 +51,11 @@ test_expect_success 'SIGTERM while rank 0 flushes step 0 in the background: stop
 	stepd_log | grep "loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1) reason=preempt$"
 '
 test_expect_success 'the stop checkpoint in every rank'"'"'s metrics: reason=preempt' '
-	prom="python3 $LOOM_SRC_DIR/t/lib/promtext.py" &&
+	. "$LOOM_SRC_DIR/t/lib/prom.sh" &&
 	for k in 0 1 2 3; do
-		f=$A/m-0-$k.prom && $prom "$f" >/dev/null &&
-		test "$($prom "$f" loom_checkpoint_stops_total comm=world reason=preempt)" = 1 &&
-		test "$($prom "$f" loom_checkpoint_stops_total comm=world reason=timelimit)" = 0 || exit 1
+		f=$A/m-0-$k.prom && prom_check "$f" &&
+		test "$(prom_value "$f" loom_checkpoint_stops_total comm=world reason=preempt)" = 1 &&
+		test "$(prom_value "$f" loom_checkpoint_stops_total comm=world reason=timelimit)" = 0 || exit 1
 	done
 '
 test_expect_success 'the requeued job resumes from the stop step, every value bit for bit on every rank, and completes' '

@@ -28,7 +28,7 @@ cat >"$A/job.sh" <<EOS
 #!/bin/sh
 export LOOM_DEBUG=info CKPT_DRIVE_SAVE_EVERY=20 LOOM_METRICS_INTERVAL=3600
 r=\${SLURM_RESTART_COUNT:-0}
-export LOOM_METRICS_FILE="$A/m-\$r-%r.prom"
+export LOOM_METRICS_FILE="$A/m-\$r-%r.prom" LOOM_METRICS_KEEP=1
 steps=100000
 if [ "\$r" -ge 2 ]; then
 	steps=\$((\$(sed 's/^step-//' "$A/ck/\$SLURM_JOB_ID/latest") + 30))
@@ -63,13 +63,13 @@ test_expect_success 'a time-limited job with slow saves: signalled early enough 
 test_expect_success 'the stop checkpoints in the metrics: reason=timelimit in the two limited runs, none in the last; also from rank 3, killed by the requeue while it lingered' '
 	test $(grep -c "^rank 3 lingers 8 s after its stop save" "$A/job.out") = 2 &&
 	! grep "^rank 3 lingered to the end" "$A/job.out" &&
-	prom="python3 $LOOM_SRC_DIR/t/lib/promtext.py" &&
+	. "$LOOM_SRC_DIR/t/lib/prom.sh" &&
 	for r in 0 1 2; do
 		want=1 && test $r = 2 && want=0
 		for k in 0 1 2 3; do
-			f=$A/m-$r-$k.prom && $prom "$f" >/dev/null &&
-			test "$($prom "$f" loom_checkpoint_stops_total comm=world reason=timelimit)" = $want &&
-			test "$($prom "$f" loom_checkpoint_stops_total comm=world reason=preempt)" = 0 || exit 1
+			f=$A/m-$r-$k.prom && prom_check "$f" &&
+			test "$(prom_value "$f" loom_checkpoint_stops_total comm=world reason=timelimit)" = $want &&
+			test "$(prom_value "$f" loom_checkpoint_stops_total comm=world reason=preempt)" = 0 || exit 1
 		done
 	done
 '

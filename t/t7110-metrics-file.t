@@ -4,13 +4,13 @@
 # user nobody plants at the final name or at the temporary name the writer
 # used to take (NAME.tmp.PID) neither redirect a root writer onto another
 # file nor make it hang; it still writes its metrics. The unit program
-# runtime/test/metrics does the flushing (at its test and at exit), under
+# runtime/metrics/test/metrics does the flushing (at its test and at exit), under
 # timeout. Needs root, as make check on CI runs.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 [ "$(id -u)" = 0 ] || skip_all "needs root to act as user nobody"
 id nobody >/dev/null 2>&1 || skip_all "no user nobody"
 command -v runuser >/dev/null || skip_all "runuser not installed"
-M=$LOOM_BUILD_DIR/runtime/test/metrics
+M=$LOOM_BUILD_DIR/runtime/metrics/test/metrics
 S=$TEST_TMP/shared
 mkdir "$S" && chmod 1777 "$S"
 printf 'root secret\n' >"$TEST_TMP/victim" && chmod 600 "$TEST_TMP/victim"

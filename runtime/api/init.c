@@ -2,6 +2,7 @@
  * world (LOOM_BACKEND), and its finalize. */
 #include "backend/backend.h"
 #include "flight/flight.h"
+#include "metrics/metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -61,5 +62,7 @@ int loom_finalize(loom_comm_t *world)
 	loom_flight_finalized(1);
 	rc = world->be->finalize(world);
 	loom_flight_finalized(2);
+	/* the job's metrics file goes with it (LOOM_METRICS_KEEP=1 keeps it) */
+	loom_metrics_finish();
 	return rc;
 }

@@ -19,7 +19,7 @@ struct op_counters {
 	unsigned long long count;
 	unsigned long long bytes;
 	double seconds;
-	double busbw_last;   /* GB/s */
+	double busbw_last;   /* bytes/s: Prometheus wants base units */
 	double busbw_sum;    /* for the mean, over operations that moved bytes */
 	unsigned long long busbw_n;
 };
@@ -50,6 +50,15 @@ static pthread_t writer_thread;
 static int writer_started;
 static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
 static int process_rank = -1;   /* rank of the first communicator: the world */
+
+/* The file: one writer at a time (the thread, a checkpoint, exit), and
+ * the inode last renamed into place, so that loom_metrics_finish removes
+ * that file and no other. finished: removed, not to be written again. */
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int finished;
+static int written;
+static dev_t written_dev;
+static ino_t written_ino;
 
 double loom_metrics_busbw_factor(enum loom_metric_op op, int n)
 {
@@ -122,6 +131,7 @@ struct loom_metrics *loom_metrics_new(const char *comm_name, int rank, int size)
 	registry = m;
 	if (process_rank < 0)
 		process_rank = rank;
+	atomic_store(&finished, 0);   /* a new world after loom_finalize */
 	if (!writer_started && getenv("LOOM_METRICS_FILE")) {
 		pthread_attr_t attr;
 		pthread_attr_init(&attr);
@@ -211,7 +221,7 @@ void loom_metrics_op(struct loom_metrics *m, enum loom_metric_op op, size_t byte
 	c->bytes += bytes;
 	c->seconds += seconds;
 	if (bytes > 0 && seconds > 0) {
-		double bw = (double)bytes / seconds / 1e9 * loom_metrics_busbw_factor(op, m->size);
+		double bw = (double)bytes / seconds * loom_metrics_busbw_factor(op, m->size);
 		c->busbw_last = bw;
 		c->busbw_sum += bw;
 		c->busbw_n++;
@@ -313,6 +323,8 @@ static void make_labels(const struct loom_metrics *m, char *dst, size_t n)
 {
 	char job[64], step[64], host[128], comm[140];
 	const char *e;
+	/* not job: Prometheus owns that label (its scrape job) and would
+	 * rename ours to exported_job */
 	label_value(job, sizeof job, (e = getenv("SLURM_JOB_ID")) ? e : "none");
 	label_value(step, sizeof step, (e = getenv("SLURM_STEP_ID")) ? e : "none");
 	if ((e = getenv("SLURMD_NODENAME")))
@@ -324,7 +336,7 @@ static void make_labels(const struct loom_metrics *m, char *dst, size_t n)
 		label_value(host, sizeof host, h);
 	}
 	label_value(comm, sizeof comm, m->comm);
-	snprintf(dst, n, "job=\"%s\",step=\"%s\",rank=\"%d\",host=\"%s\",comm=\"%s\"",
+	snprintf(dst, n, "slurm_job_id=\"%s\",slurm_step_id=\"%s\",rank=\"%d\",host=\"%s\",comm=\"%s\"",
 		 job, step, m->rank, host, comm);
 }
 
@@ -340,8 +352,8 @@ static void render_locked(struct out *o)
 		{ "loom_operations_total", "counter", "Completed operations by type." },
 		{ "loom_bytes_total", "counter", "Bytes per rank moved by completed operations." },
 		{ "loom_operation_seconds_total", "counter", "Time spent in completed operations." },
-		{ "loom_busbw_last_gigabytes_per_second", "gauge", "Bus bandwidth of the last operation (nccl-tests definition)." },
-		{ "loom_busbw_mean_gigabytes_per_second", "gauge", "Mean bus bandwidth over operations that moved data." },
+		{ "loom_busbw_last_bytes_per_second", "gauge", "Bus bandwidth of the last operation (nccl-tests definition)." },
+		{ "loom_busbw_mean_bytes_per_second", "gauge", "Mean bus bandwidth over operations that moved data." },
 	};
 	char lab[512];
 
@@ -465,14 +477,13 @@ static void flush_failed(const char *path, const char *what, int err)
  * O_EXCL|O_NOFOLLOW|O_NONBLOCK (a link or FIFO planted there is neither
  * followed nor waited on), and renameat replaces whatever entry has the
  * final name without following it. */
-static int write_beside(const char *path, const char *buf, size_t n)
+/* The directory of path, opened without following a link (a file
+ * descriptor, or -errno said once), and the file's name in it. */
+static int open_parent(const char *path, const char **basep)
 {
-	char dir[4096], tmp[300], hex[17];
+	char dir[4096];
 	const char *base = strrchr(path, '/');
-	uint8_t rnd[8];
-	struct stat st;
-	size_t off = 0;
-	int dfd, fd = -1, rc = 0, tries;
+	int dfd;
 	if (base) {
 		size_t dl = (size_t)(base - path);
 		snprintf(dir, sizeof dir, "%.*s", (int)(dl ? dl : 1), path);
@@ -487,10 +498,25 @@ static int write_beside(const char *path, const char *buf, size_t n)
 	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0) {
-		rc = -errno;
+		int rc = -errno;
 		flush_failed(path, "the directory", errno);
 		return rc;
 	}
+	*basep = base;
+	return dfd;
+}
+
+static int write_beside(const char *path, const char *buf, size_t n)
+{
+	char tmp[300], hex[17];
+	const char *base = NULL;
+	uint8_t rnd[8];
+	struct stat st;
+	size_t off = 0;
+	int dfd, fd = -1, rc = 0, tries;
+	dfd = open_parent(path, &base);
+	if (dfd < 0)
+		return dfd;
 	for (tries = 0; fd < 0 && tries < 8; tries++) {
 		if (loom_random_bytes(rnd, sizeof rnd)) {
 			rc = -EIO;
@@ -533,6 +559,11 @@ static int write_beside(const char *path, const char *buf, size_t n)
 		rc = -errno;
 		flush_failed(path, "rename", errno);
 	}
+	if (rc == 0) {
+		written = 1;
+		written_dev = st.st_dev;
+		written_ino = st.st_ino;
+	}
 	if (rc != 0)
 		unlinkat(dfd, tmp, 0);
 	close(dfd);
@@ -552,7 +583,41 @@ int loom_metrics_flush(void)
 	size_t n = loom_metrics_render(buf, need);
 	if (n >= need)
 		n = need - 1;
-	rc = write_beside(path, buf, n);
+	pthread_mutex_lock(&file_lock);
+	rc = atomic_load(&finished) ? 0 : write_beside(path, buf, n);
+	pthread_mutex_unlock(&file_lock);
 	free(buf);
+	return rc;
+}
+
+/* Removes the file this process wrote, only if the name is still that
+ * inode (in a sticky directory no other user can swap it; root running
+ * a job must not remove another's file either), then writes no more:
+ * a finished job's series leave the textfile collector with it. */
+int loom_metrics_finish(void)
+{
+	char path[4096];
+	const char *keep = getenv("LOOM_METRICS_KEEP"), *base = NULL;
+	struct stat st;
+	int have = metrics_path(path, sizeof path), dfd, rc = 0;
+	if (have <= 0)
+		return have;
+	if (keep && *keep && strcmp(keep, "0")) {
+		/* kept: the last counters, written now, stay for the reader */
+		return loom_metrics_flush();
+	}
+	pthread_mutex_lock(&file_lock);
+	atomic_store(&finished, 1);
+	if (written && (dfd = open_parent(path, &base)) >= 0) {
+		if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_dev == written_dev && st.st_ino == written_ino &&
+		    unlinkat(dfd, base, 0) < 0)
+			rc = -errno;
+		close(dfd);
+		written = 0;
+	}
+	pthread_mutex_unlock(&file_lock);
+	if (rc)
+		LOOM_WARN("metrics: %s: removing it at finalize: %s", path, strerror(-rc));
 	return rc;
 }

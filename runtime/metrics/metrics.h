@@ -3,7 +3,9 @@
  * When LOOM_METRICS_FILE is set, every few seconds (LOOM_METRICS_INTERVAL,
  * default 5) and at exit the process rewrites that file atomically in the
  * Prometheus text exposition format, for node_exporter's textfile
- * collector. Labels: job, step, rank, host, comm (and op).
+ * collector. Labels: slurm_job_id, slurm_step_id, rank, host, comm (and
+ * op); not job, which Prometheus sets to its scrape job. Base units:
+ * bytes, seconds, bytes per second.
  * Without LOOM_METRICS_FILE the counters are kept (cheap) but not written.
  */
 #ifndef LOOM_RUNTIME_METRICS_H
@@ -59,6 +61,11 @@ void loom_metrics_checkpoint_stop(struct loom_metrics *m, enum loom_metric_stop 
 
 /* Write LOOM_METRICS_FILE now (no-op when unset). 0 or -errno. */
 int loom_metrics_flush(void);
+/* The program is done (loom_finalize): remove the file this process
+ * wrote and write it no more (until a new communicator), so that an
+ * ended job leaves no stale series; with LOOM_METRICS_KEEP=1 write it a
+ * last time and leave it. 0 or -errno. */
+int loom_metrics_finish(void);
 
 /* Render every registered communicator's counters into buf (for tests
  * and for the file writer). Returns the length it needs (like snprintf). */

@@ -1,6 +1,7 @@
 /* unit test: metrics counters and the exposition text they render.
- * With LOOM_METRICS_FILE set, also writes that file for the strict
- * parser of t/t0004-metrics.t to read. */
+ * With LOOM_METRICS_FILE set, also writes that file for
+ * t/t0004-metrics.t (promtool) to read; run alone, it also removes its
+ * file at finish as loom_finalize does. */
 #include "config.h"
 #include "metrics/metrics.h"
 
@@ -10,6 +11,34 @@
 #include "../../../t/tap.h"
 
 static char text[65536];
+
+/* loom_metrics_finish (loom_finalize) on LOOM_METRICS_FILE = path, which
+ * a flush has just written */
+static void finish_removes(const char *path)
+{
+	char other[4200];
+	FILE *fp;
+	is_int(loom_metrics_finish(), 0, "finish: 0");
+	ok(access(path, F_OK) != 0, "finish removed the file it wrote");
+	is_int(loom_metrics_flush(), 0, "a flush after finish: 0");
+	ok(access(path, F_OK) != 0, "and writes nothing: the file stays away");
+	loom_metrics_free(loom_metrics_new("again", 0, 1));
+	is_int(loom_metrics_flush(), 0, "a new communicator: written again");
+	ok(access(path, F_OK) == 0, "the file is back");
+	/* another file renamed over ours is not ours to remove */
+	snprintf(other, sizeof other, "%s.other", path);
+	fp = fopen(other, "w");
+	ok(fp && fputs("x 1\n", fp) >= 0 && fclose(fp) == 0 && rename(other, path) == 0,
+	   "another file put at the name");
+	is_int(loom_metrics_finish(), 0, "finish: 0");
+	ok(access(path, F_OK) == 0, "finish left the other file alone");
+	unlink(path);
+	loom_metrics_free(loom_metrics_new("again", 0, 1));
+	setenv("LOOM_METRICS_KEEP", "1", 1);
+	is_int(loom_metrics_finish(), 0, "finish with LOOM_METRICS_KEEP=1: 0");
+	ok(access(path, F_OK) == 0, "LOOM_METRICS_KEEP=1: written a last time and kept");
+	unsetenv("LOOM_METRICS_KEEP");
+}
 
 int main(void)
 {
@@ -38,7 +67,10 @@ int main(void)
 
 	size_t need = loom_metrics_render(text, sizeof text);
 	ok(need < sizeof text, "rendered text fits (%zu bytes)", need);
-	like(text, "loom_operations_total{job=\"", "operations counter written with labels");
+	like(text, "loom_operations_total{slurm_job_id=\"", "operations counter written with labels");
+	like(text, ",slurm_step_id=\"", "the step label");
+	ok(strstr(text, "{job=") == NULL && strstr(text, ",step=") == NULL,
+	   "no job or step label: Prometheus owns job");
 	like(text, ",rank=\"3\",", "world rank label");
 	like(text, "comm=\"world\",op=\"allreduce\"} 5\n", "5 allreduces counted");
 	like(text, "loom_bytes_total{", "bytes family present");
@@ -54,9 +86,11 @@ int main(void)
 	like(text, "# TYPE loom_last_finished_seq gauge\n", "last finished seq is a gauge");
 	like(text, "comm=\"world\"} 6\n", "world's last finished collective is #6");
 	like(text, "comm=\"tp \\\"group\\\"\"} 1\n", "tp's is #1");
-	/* 1 MiB in 1 ms on 4 ranks: 1.048576 GB/s * 1.5 */
-	like(text, "loom_busbw_last_gigabytes_per_second{", "busbw gauge present");
-	like(text, "op=\"allreduce\"} 1.57286\n", "busbw of the last allreduce");
+	/* 1 MiB in 1 ms on 4 ranks: 1.048576e9 bytes/s * 1.5, in bytes/s
+	 * (Prometheus's base unit) */
+	like(text, "loom_busbw_last_bytes_per_second{", "busbw gauge present");
+	like(text, "op=\"allreduce\"} 1.57286e+09\n", "busbw of the last allreduce, in bytes/s");
+	ok(strstr(text, "gigabytes") == NULL, "no gigabytes anywhere");
 
 	/* the file itself. Under t0004, LOOM_METRICS_FILE is its template
 	 * (%j, %r) and t0004 reads the file; run alone, the test names a file
@@ -77,6 +111,7 @@ int main(void)
 		if (fp)
 			fclose(fp);
 		like(back, "comm=\"world\",op=\"allreduce\"} 5\n", "the file holds the counters");
+		finish_removes(path);
 		unlink(path);
 		unsetenv("LOOM_METRICS_FILE");
 	}
