@@ -1,5 +1,5 @@
 # docs/: the environment contract between plugin and runtime, man pages.
-EXTRA_DIST += docs/environment.md docs/security.md docs/flight-format.md docs/scale.md docs/algorithms.md
+EXTRA_DIST += docs/admin.md docs/environment.md docs/security.md docs/flight-format.md docs/scale.md docs/algorithms.md
 dist_man_MANS = docs/man/loom.3 docs/man/loom_dp.3 docs/man/loom_ckpt.3 docs/man/loom.8 docs/man/loom-python.7 \
 	docs/man/loom-bench.1 docs/man/loom-ckpt-bench.1 docs/man/loom-examples.1 \
 	docs/man/loom-doctor.1
