@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "job_log.h"
 #include "loom_spank.h"
 #include "options.h"
 #include "save_times.h"
@@ -50,8 +52,10 @@ static struct {
 	int sig, seconds;       /* seconds: the lead time (@auto: the one chosen last) */
 	int is_auto;            /* SIG@auto */
 	time_t first_wait;      /* from the first look, made by start */
-	/* @auto: where the save times are, as whom to read them, and the
-	 * last reason logged (each change of lead or reason is logged once) */
+	/* the checkpoint directory ("" without --loom-ckpt) and its user:
+	 * @auto reads the save times there, and what the timer decides goes
+	 * to the job's own log there too; the last @auto reason logged (each
+	 * change of lead or reason is logged once) */
 	char dir[LOOM_CKPT_PATH_MAX];
 	struct loom_user_ids ids;
 	gid_t groups[64];
@@ -66,6 +70,22 @@ static const char *signame(int sig, char *buf, size_t len)
 	else
 		snprintf(buf, len, "signal %d", sig);
 	return buf;
+}
+
+/* what the timer decided: the slurmd log, and the job's own log */
+static void timer_say(int is_error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void timer_say(int is_error, const char *fmt, ...)
+{
+	char msg[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (is_error)
+		slurm_error(LOOM_PREFIX "%s", msg);
+	else
+		slurm_info(LOOM_PREFIX "%s", msg);
+	loom_job_log(T.dir, &T.ids, msg);
 }
 
 /* sleep up to secs; 1 when asked to stop */
@@ -117,12 +137,8 @@ static void auto_lead(void)
 	snprintf(key, sizeof key, "%d %s", lead, bad ? why : r > 0 && st.n ? "measured" : "none");
 	if (strcmp(key, T.said)) {
 		snprintf(T.said, sizeof T.said, "%s", key);
-		if (bad)
-			slurm_error(LOOM_PREFIX "step %u.%u: --loom-ckpt-signal=%s@auto: lead time %d s: "
-				    "%s", T.job, T.step, sn + 3 * !strncmp(sn, "SIG", 3), lead, why);
-		else
-			slurm_info(LOOM_PREFIX "step %u.%u: --loom-ckpt-signal=%s@auto: lead time %d s: "
-				   "%s", T.job, T.step, sn + 3 * !strncmp(sn, "SIG", 3), lead, why);
+		timer_say(bad, "step %u.%u: --loom-ckpt-signal=%s@auto: lead time %d s: %s", T.job,
+			  T.step, sn + 3 * !strncmp(sn, "SIG", 3), lead, why);
 	}
 }
 
@@ -148,11 +164,11 @@ static enum loom_timer_action look(int first, time_t *wait)
 	if (a == LOOM_TIMER_WAIT && T.is_auto && *wait > LOOM_TIMER_AUTO_RECHECK)
 		*wait = LOOM_TIMER_AUTO_RECHECK;
 	if (a == LOOM_TIMER_TOO_LATE)
-		slurm_error(LOOM_PREFIX "--loom-ckpt-signal=%s@%s%d: step %u.%u started %ld s before "
-			    "the job's time limit, inside the signal window: no %s will come "
-			    "(ask for a longer --time or fewer SECONDS)",
-			    sn + (strncmp(sn, "SIG", 3) ? 0 : 3), T.is_auto ? "auto, lead " : "",
-			    T.seconds, T.job, T.step, (long)(end - now), sn);
+		timer_say(1, "--loom-ckpt-signal=%s@%s%d: step %u.%u started %ld s before the job's "
+			  "time limit, inside the signal window: no %s will come (ask for a longer "
+			  "--time or fewer SECONDS)", sn + (strncmp(sn, "SIG", 3) ? 0 : 3),
+			  T.is_auto ? "auto, lead " : "", T.seconds, T.job, T.step, (long)(end - now),
+			  sn);
 	return a;
 }
 
@@ -161,12 +177,12 @@ static void fire(void)
 	char sn[32];
 	signame(T.sig, sn, sizeof sn);
 	if (slurm_signal_job_step(T.job, T.step, (uint32_t)T.sig) != SLURM_SUCCESS) {
-		slurm_error(LOOM_PREFIX "step %u.%u: could not send %s before the time limit: %s",
-			    T.job, T.step, sn, slurm_strerror(slurm_get_errno()));
+		timer_say(1, "step %u.%u: could not send %s before the time limit: %s", T.job,
+			  T.step, sn, slurm_strerror(slurm_get_errno()));
 		return;
 	}
-	slurm_info(LOOM_PREFIX "step %u.%u: sent %s, %d s before the time limit%s", T.job, T.step,
-		   sn, T.seconds, T.is_auto ? " (@auto)" : "");
+	timer_say(0, "step %u.%u: sent %s, %d s before the time limit%s", T.job, T.step, sn,
+		  T.seconds, T.is_auto ? " (@auto)" : "");
 	pthread_mutex_lock(&T.mu);
 	T.fired = 1;
 	pthread_mutex_unlock(&T.mu);
@@ -202,7 +218,8 @@ int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, con
 	T.seconds = T.is_auto ? LOOM_CKPT_SIGNAL_DEFAULT_SECONDS : seconds;
 	T.stop = T.fired = 0;
 	T.said[0] = '\0';
-	if (T.is_auto) {
+	T.dir[0] = '\0';
+	if (dir && dir[0]) {
 		int n = ids->ngroups < 64 ? ids->ngroups : 64;  /* Slurm's list, copied */
 		snprintf(T.dir, sizeof T.dir, "%s", dir);
 		T.ids = *ids;

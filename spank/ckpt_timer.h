@@ -35,7 +35,9 @@ enum loom_timer_action loom_timer_next(time_t now, time_t end, int seconds, int 
 				       time_t *wait);
 
 /* Start/stop the thread (slurmstepd only). start: 0, or -1 with err.
- * dir and ids are used (and copied) for SIG@auto only. */
+ * dir ("" without --loom-ckpt) and ids are copied: SIG@auto reads the
+ * save times there, and each decision also goes to the job's own log
+ * there (job_log.h). */
 int loom_ckpt_timer_start(uint32_t job, uint32_t step, int sig, int seconds, const char *dir,
 			  const struct loom_user_ids *ids, char *err, size_t errlen);
 /* 1 when it has signalled the step */

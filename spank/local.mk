@@ -23,6 +23,7 @@ spank_libloomspank_la_SOURCES = \
 	spank/ckpt_timer.c spank/ckpt_timer.h \
 	spank/save_times.c spank/save_times.h \
 	spank/requeue.c spank/requeue.h \
+	spank/job_log.c spank/job_log.h \
 	spank/topology.c spank/topology.h \
 	spank/topo_cache.c spank/topo_cache.h \
 	spank/affinity.c spank/affinity.h \

@@ -114,7 +114,11 @@ bad:
 
 /* what went wrong in reading, errno aside: said by the child, worded by
  * the parent (the child only calls async-signal-safe functions) */
-enum rq_stage { RQ_OK, RQ_ABSENT, RQ_IDS, RQ_DIR, RQ_OPEN, RQ_NOTREG, RQ_BIG, RQ_READ, RQ_UNLINK };
+enum rq_stage { RQ_OK, RQ_ABSENT, RQ_IDS, RQ_DIR, RQ_OPEN, RQ_NOTREG, RQ_BIG, RQ_READ, RQ_UNLINK,
+		RQ_WRITE };
+
+/* what the child does as the user */
+enum rq_op { RQ_OP_READ, RQ_OP_REMOVE, RQ_OP_APPEND };
 
 static enum rq_stage rq_open(const char *dir, const char *name, int *fd)
 {
@@ -175,6 +179,7 @@ static int rq_say(enum rq_stage s, int e, const char *dir, const char *f, size_t
 	case RQ_BIG: snprintf(err, errlen, "%s/%s: larger than %zu bytes", dir, f, len - 1); break;
 	case RQ_READ: snprintf(err, errlen, "%s/%s: %s", dir, f, strerror(e)); break;
 	case RQ_UNLINK: snprintf(err, errlen, "cannot remove %s/%s: %s", dir, f, strerror(e)); break;
+	case RQ_WRITE: snprintf(err, errlen, "cannot append to %s/%s: %s", dir, f, strerror(e)); break;
 	}
 	return -1;
 }
@@ -203,14 +208,51 @@ static int become(const struct loom_user_ids *ids)
 	return 0;
 }
 
+/* append n bytes of text to DIR/NAME, created (mode 0600) by the user
+ * when missing, never through a link; a file that would grow past max
+ * bytes starts again, its first line saying so */
+static enum rq_stage rq_append(const char *dir, const char *name, const char *text, size_t n,
+			       size_t max, int *e)
+{
+	static const char restart[] = "(earlier lines removed: the file reached its size limit)\n";
+	struct stat st;
+	int fd, dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	enum rq_stage s = RQ_OK;
+	if (dfd < 0) {
+		*e = errno;
+		return RQ_DIR;
+	}
+	fd = openat(dfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		    0600);
+	*e = errno;
+	close(dfd);
+	if (fd < 0)
+		return RQ_OPEN;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return RQ_NOTREG;
+	}
+	if ((size_t)st.st_size + n > max &&
+	    (ftruncate(fd, 0) < 0 || write(fd, restart, sizeof restart - 1) < 0))
+		s = RQ_WRITE;
+	if (s == RQ_OK && write(fd, text, n) != (ssize_t)n)
+		s = RQ_WRITE;
+	*e = errno;
+	close(fd);
+	return s;
+}
+
 static void child(int out, const struct loom_user_ids *ids, const char *dir, const char *name,
-		  int remove, char *text, size_t len)
+		  enum rq_op op, char *text, size_t len)
 {
 	struct rq_reply r = { RQ_OK, 0, 0 };
 	if (become(ids) < 0) {
 		r.stage = RQ_IDS;
 		r.err = errno;
-	} else if (remove) {
+	} else if (op == RQ_OP_APPEND) {
+		/* len is the file's limit here, text a terminated line */
+		r.stage = (int)rq_append(dir, name, text, strlen(text), len, &r.err);
+	} else if (op == RQ_OP_REMOVE) {
 		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
 			r.stage = RQ_DIR;
@@ -249,8 +291,8 @@ static int read_until(int fd, void *buf, size_t n, const struct timespec *end)
 	return 0;
 }
 
-static int as_user(const char *dir, const char *name, const struct loom_user_ids *ids, int remove,
-		   char *text, size_t len, char *err, size_t errlen)
+static int as_user(const char *dir, const char *name, const struct loom_user_ids *ids,
+		   enum rq_op op, char *text, size_t len, char *err, size_t errlen)
 {
 	struct rq_reply r;
 	struct timespec end;
@@ -269,12 +311,14 @@ static int as_user(const char *dir, const char *name, const struct loom_user_ids
 	}
 	if (pid == 0) {
 		close(pfd[0]);
-		child(pfd[1], ids, dir, name, remove, text, len);
+		child(pfd[1], ids, dir, name, op, text, len);
 	}
 	close(pfd[1]);
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += LOOM_REQUEUE_TIMEOUT_S;
 	rc = read_until(pfd[0], &r, sizeof r, &end);
+	if (rc == 0 && op != RQ_OP_READ && r.n)
+		rc = -1;
 	if (rc == 0 && (r.n >= len || read_until(pfd[0], text, r.n, &end) != 0))
 		rc = -1;
 	close(pfd[0]);
@@ -294,7 +338,7 @@ static int as_user(const char *dir, const char *name, const struct loom_user_ids
 			 dir, name, (unsigned)ids->uid);
 		return -1;
 	}
-	if (!remove)
+	if (op == RQ_OP_READ)
 		text[r.n] = '\0';
 	return rq_say((enum rq_stage)r.stage, r.err, dir, name, len, err, errlen);
 }
@@ -302,20 +346,28 @@ static int as_user(const char *dir, const char *name, const struct loom_user_ids
 int loom_user_file_read_as(const char *dir, const char *name, const struct loom_user_ids *ids,
 			   char *text, size_t len, char *err, size_t errlen)
 {
-	return as_user(dir, name, ids, 0, text, len, err, errlen);
+	return as_user(dir, name, ids, RQ_OP_READ, text, len, err, errlen);
+}
+
+int loom_user_file_append_as(const char *dir, const char *name, const struct loom_user_ids *ids,
+			     const char *line, size_t max, char *err, size_t errlen)
+{
+	/* the child has its own copy of line (fork): nothing goes over the pipe */
+	return as_user(dir, name, ids, RQ_OP_APPEND, (char *)line, max, err, errlen) < 0 ? -1 : 0;
 }
 
 int loom_requeue_read_as(const char *dir, const struct loom_user_ids *ids, char *text, size_t len,
 			 char *err, size_t errlen)
 {
-	return as_user(dir, LOOM_REQUEUE_FILE, ids, 0, text, len, err, errlen);
+	return as_user(dir, LOOM_REQUEUE_FILE, ids, RQ_OP_READ, text, len, err, errlen);
 }
 
 int loom_requeue_remove_as(const char *dir, const struct loom_user_ids *ids, char *err,
 			   size_t errlen)
 {
 	char none[2];
-	return as_user(dir, LOOM_REQUEUE_FILE, ids, 1, none, sizeof none, err, errlen) < 0 ? -1 : 0;
+	return as_user(dir, LOOM_REQUEUE_FILE, ids, RQ_OP_REMOVE, none, sizeof none, err, errlen) < 0
+	       ? -1 : 0;
 }
 
 int loom_requeue_ours(const struct loom_requeue_req *req, const struct loom_job_view *job)

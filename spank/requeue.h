@@ -52,6 +52,12 @@ int loom_requeue_read_as(const char *dir, const struct loom_user_ids *ids, char 
  * of --loom-ckpt-signal=SIG@auto) */
 int loom_user_file_read_as(const char *dir, const char *name, const struct loom_user_ids *ids,
 			   char *text, size_t len, char *err, size_t errlen);
+/* Append the terminated line to the user's file NAME in DIR the same way
+ * (as the user; created mode 0600 when missing; O_APPEND, no link
+ * followed, a regular file only); a file that would grow past max bytes
+ * is emptied first, a line saying so. 0, or -1 with err */
+int loom_user_file_append_as(const char *dir, const char *name, const struct loom_user_ids *ids,
+			     const char *line, size_t max, char *err, size_t errlen);
 /* Remove DIR/.loom-requeue the same way (a request is acted on once):
  * 0 (also when absent), -1 with err */
 int loom_requeue_remove_as(const char *dir, const struct loom_user_ids *ids, char *err,

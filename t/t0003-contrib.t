@@ -64,4 +64,12 @@ test_expect_success 'every Debian binary package has an .install file' '
 		test -s "$LOOM_SRC_DIR/contrib/debian/$p.install" || { echo "no $p.install"; exit 1; }
 	done
 '
+test_expect_success 'slurm-spank-loom is pinned to the Slurm release it is built for (deb and rpm)' '
+	d="$LOOM_SRC_DIR/contrib/debian" &&
+	sed -n "/^Package: slurm-spank-loom/,/^Description/p" "$d/control" >"$TEST_TMP/ssl" &&
+	grep -q "slurm-wlm-basic-plugins (>= \${slurm:Release})" "$TEST_TMP/ssl" &&
+	grep -q "slurm-wlm-basic-plugins (<< \${slurm:Next})" "$TEST_TMP/ssl" &&
+	grep -q "dh_gencontrol -- -Vslurm:Release=.* -Vslurm:Next=" "$d/rules" &&
+	grep -q "^Requires: *slurm >= %{slurm_release}, slurm < %{slurm_next}$" "$LOOM_SRC_DIR/contrib/rpm/loom.spec"
+'
 test_done

@@ -6,7 +6,9 @@
 # the restarted job resumes from the checkpoint and ends with parameters
 # bit-identical to an uninterrupted run's. A job that ends normally, or is
 # cancelled, is not requeued; the slurmd log line gives the reason
-# (preempt, timelimit, cancel). A step inside the signal window is told so once.
+# (preempt, timelimit, cancel), and so does the job's own log,
+# LOOM_CKPT_DIR/.loom-requeue.log, which the user can read. A step inside
+# the signal window is told so once.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 test_need_plugin
 test_need_cluster
@@ -58,10 +60,17 @@ test_expect_success 'the requeued job resumes after that step and ends bit-ident
 	test "$(digest "$TEST_TMP/pre/job.out")" = "$(digest "$TEST_TMP/ref/job.out")"
 '
 
+test_expect_success 'the user reads the requeue and its reason in the job.s own log, a file of the user.s' '
+	j=$(cat "$TEST_TMP/pre.id") && s=$(cat "$TEST_TMP/pre.step") && L=$TEST_TMP/pre/ck/$j/.loom-requeue.log &&
+	cat "$L" && test "$(stat -c %a "$L")" = 600 &&
+	grep -q "^[0-9-]*T[0-9:]* loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1) reason=preempt$" "$L" &&
+	test $(grep -c "requeued" "$L") = 1
+'
+
 test_expect_success 'time limit: --time=1 --loom-ckpt-signal=USR1@50: checkpoint and requeue at every limit (30 s of training, 3+ runs), same parameters' '
 	T=$TEST_TMP/tl &&
 	j=$(submit tl -p debug --time=1 --loom-ckpt-signal=USR1@50 --wrap "$TRAIN --step-ms 100") &&
-	echo "job $j" && wait_state "$j" 400 COMPLETED && cat "$T/job.out" &&
+	echo "job $j" && echo "$j" >"$TEST_TMP/tl.id" && wait_state "$j" 400 COMPLETED && cat "$T/job.out" &&
 	test "$(job_field "$j" Restarts)" -ge 2 &&
 	grep -q "resuming after step [0-9]* from $T/ck/$j (restart 2)" "$T/job.out" &&
 	grep -q "checkpoint step [0-9]* committed after SIGUSR1: asking for a requeue" "$T/job.out" &&
@@ -74,6 +83,13 @@ test_expect_success 'time limit: --time=1 --loom-ckpt-signal=USR1@50: checkpoint
 	test $(grep -c "asking for a requeue" "$T/job.out") = "$r"
 '
 
+test_expect_success 'time limit: the job.s own log has each signal and each requeue' '
+	j=$(cat "$TEST_TMP/tl.id") && L=$TEST_TMP/tl/ck/$j/.loom-requeue.log && cat "$L" &&
+	r=$(job_field "$j" Restarts) &&
+	test $(grep -c "loom: step $j.0: sent SIGUSR1, 50 s before the time limit$" "$L") -ge "$r" &&
+	test $(grep -c "loom: job $j: checkpoint step [0-9]* committed after SIGUSR1 (time limit); requeued (restart [0-9]*) reason=timelimit$" "$L") = "$r"
+'
+
 test_expect_success 'scancel: the job checkpoints on SIGTERM but stays CANCELLED (Restarts=0)' '
 	C=$TEST_TMP/cancel &&
 	j=$(submit cancel -p low --wrap "$TRAIN --step-ms 30") &&
@@ -83,7 +99,23 @@ test_expect_success 'scancel: the job checkpoints on SIGTERM but stays CANCELLED
 	cat "$C/job.out" &&
 	s=$(stepd_log | sed -n "s/.*loom: job $j: checkpoint step \([0-9]*\) after SIGTERM, not requeued.*/\1/p" | head -1) &&
 	test -f "$C/ck/$j/step-$s/MANIFEST" &&
-	test "$(job_field "$j" JobState)" = CANCELLED && test "$(job_field "$j" Restarts)" = 0
+	test "$(job_field "$j" JobState)" = CANCELLED && test "$(job_field "$j" Restarts)" = 0 &&
+	wait_for "$C/ck/$j/.loom-requeue.log" "loom: job $j: checkpoint step $s after SIGTERM, not requeued: the job is no longer running .* reason=cancel$" 10
+'
+
+# a step whose program ignores the stop signal and ends on its own
+cat >"$TEST_TMP/ignore-usr1.sh" <<\EOS
+#!/bin/sh
+srun sh -c 'trap "" USR1; sleep 20'
+EOS
+test_expect_success 'a program that ignores the time-limit signal: not requeued, and the job.s own log says why' '
+	N=$TEST_TMP/ignored && mkdir -p "$N/ck" &&
+	j=$(sbatch --parsable -p debug -N1 -n1 --time=1 --loom-ckpt="$N/ck" --loom-ckpt-signal=USR1@50 \
+		-o "$N/job.out" "$TEST_TMP/ignore-usr1.sh") && echo "job $j" &&
+	wait_state "$j" 90 COMPLETED && cat "$N/job.out" &&
+	wait_for "$N/ck/.loom-requeue.log" "loom: job $j step 0: not requeued: the --loom-ckpt-signal signal was sent, but no task left a requeue request in $N/ck/.loom-requeue" 10 &&
+	grep -q "loom: step $j.0: sent SIGUSR1, 50 s before the time limit$" "$N/ck/.loom-requeue.log" &&
+	test "$(job_field "$j" Restarts)" = 0
 '
 
 test_expect_success '--loom-ckpt with an unknown %-sequence is refused at submission' '

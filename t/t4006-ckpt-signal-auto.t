@@ -87,6 +87,16 @@ test_expect_success 'the lead time follows the measured save time: >= 2 x 3 s + 
 	stepd_log | grep "loom: step $j.0: --loom-ckpt-signal=USR1@auto: lead time $l1 s: the slowest of the last [0-9] saves (step [0-9]*) took 6\.[0-9]* s for [0-9]* bytes: max(15 s, ceil(2 x 6\.[0-9]* s + 10 s)) = $l1 s"
 '
 
+test_expect_success 'the user reads each lead time, its reason and each signal in the job.s own log' '
+	j=$(cat "$A/id") && L=$A/ck/$j/.loom-requeue.log && cat "$L" && leads "$j" >"$A/leads" &&
+	grep -q "loom: step $j.0: --loom-ckpt-signal=USR1@auto: lead time 60 s: no save recorded yet in $A/ck/$j/.loom-save-times: the default 60 s$" "$L" &&
+	for l in $(cat "$A/leads"); do
+		grep -q "loom: step $j.0: --loom-ckpt-signal=USR1@auto: lead time $l s: the slowest of the last [0-9] saves (step [0-9]*) took [0-9.]* s for [0-9]* bytes: max(15 s, ceil(2 x [0-9.]* s + 10 s)) = $l s$" "$L" &&
+		grep -q "loom: step $j.0: sent SIGUSR1, $l s before the time limit (@auto)$" "$L" || exit 1
+	done &&
+	test $(grep -c "reason=timelimit$" "$L") = 2
+'
+
 test_expect_success 'the save times: a header and at most 8 records, the slowest the last run'"'"'s' '
 	j=$(cat "$A/id") && f=$A/ck/$j/.loom-save-times && cat "$f" &&
 	test "$(sed -n 1p "$f")" = "loom-save-times 1" &&

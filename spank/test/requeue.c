@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../ckpt_timer.h"
+#include "../job_log.h"
 #include "../requeue.h"
 #include "../save_times.h"
 #include "../strbuf.h"
@@ -182,6 +183,81 @@ static void t_read_as_user(const char *base)
 		diag("cleanup failed");
 }
 
+static long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* the job's own log of loom.so's decisions: appended as the user,
+ * created 0600 by the user, never through a link or into a FIFO, bounded */
+static void t_job_log(const char *base)
+{
+	struct loom_user_ids me = { geteuid(), getegid(), NULL, 0 };
+	struct passwd *pw = getpwnam("nobody");
+	char d[600], f[700], g[700], text[LOOM_REQUEUE_MAX + 1], err[1200], line[200];
+	struct stat st;
+	gid_t gid = getegid();
+	me.groups = &gid;
+	me.ngroups = 1;
+	snprintf(d, sizeof d, "%s/joblog", base);
+	mkdir(d, 0755);
+	snprintf(f, sizeof f, "%s/%s", d, LOOM_JOB_LOG_FILE);
+	is_int(loom_user_file_append_as(d, LOOM_JOB_LOG_FILE, &me, "one\n", 100, err, sizeof err), 0,
+	       "a line appended as the user creates the file");
+	ok(stat(f, &st) == 0 && (st.st_mode & 07777) == 0600 && st.st_uid == geteuid(),
+	   "... mode 0600, the user's");
+	loom_user_file_append_as(d, LOOM_JOB_LOG_FILE, &me, "two\n", 100, err, sizeof err);
+	is_int(loom_user_file_read_as(d, LOOM_JOB_LOG_FILE, &me, text, sizeof text, err, sizeof err),
+	       1, "read back");
+	is_str(text, "one\ntwo\n", "... the lines in order");
+	memset(line, 'x', 90);
+	strcpy(line + 90, "\n");
+	loom_user_file_append_as(d, LOOM_JOB_LOG_FILE, &me, line, 100, err, sizeof err);
+	loom_user_file_append_as(d, LOOM_JOB_LOG_FILE, &me, "three\n", 100, err, sizeof err);
+	loom_user_file_read_as(d, LOOM_JOB_LOG_FILE, &me, text, sizeof text, err, sizeof err);
+	ok(!strncmp(text, "(earlier lines removed", 22) && strstr(text, "\nthree\n") &&
+	   !strstr(text, "one"), "a file that would pass its bound starts again, saying so");
+	ok(file_size(f) <= 100, "... and stays within it");
+	unlink(f);
+	snprintf(g, sizeof g, "%s/elsewhere", d);
+	write_file(g, "");
+	symlink(g, f);
+	is_int(loom_user_file_append_as(d, LOOM_JOB_LOG_FILE, &me, "x\n", 100, err, sizeof err), -1,
+	       "a link in its place is not followed");
+	like(err, "symbolic link", "... and said");
+	is_int((int)file_size(g), 0, "... its target untouched");
+	unlink(f);
+	mkfifo(f, 0600);
+	is_int(loom_user_file_append_as(d, LOOM_JOB_LOG_FILE, &me, "x\n", 100, err, sizeof err), -1,
+	       "a FIFO in its place: refused, no hang waiting for a reader");
+	unlink(f);
+	mkdir(f, 0700);
+	is_int(loom_user_file_append_as(d, LOOM_JOB_LOG_FILE, &me, "x\n", 100, err, sizeof err), -1,
+	       "a directory in its place: refused");
+	rmdir(f);
+	loom_job_log(d, &me, "job 7: not requeued: \033[2Jwhy");
+	loom_user_file_read_as(d, LOOM_JOB_LOG_FILE, &me, text, sizeof text, err, sizeof err);
+	ok(text[0] >= '0' && text[0] <= '9' && strchr(text, 'T') &&
+	   !strcmp(strchr(text, ' '), " loom: job 7: not requeued: ?[2Jwhy\n"),
+	   "loom_job_log: the local time, the loom: prefix, control characters as ?, one line");
+	unlink(f);
+	if (geteuid() == 0 && pw) {
+		gid_t ng = pw->pw_gid;
+		struct loom_user_ids nobody = { pw->pw_uid, pw->pw_gid, &ng, 1 };
+		chmod(d, 0700);
+		is_int(loom_user_file_append_as(d, LOOM_JOB_LOG_FILE, &nobody, "x\n", 100, err,
+						sizeof err), -1,
+		       "as nobody: nothing is written into a root-only directory");
+		ok(access(f, F_OK) != 0, "... no file made there");
+		chmod(d, 0755);
+	} else {
+		skip(2, "not root, or no user nobody");
+	}
+	unlink(g);
+	rmdir(d);
+}
+
 int main(void)
 {
 	struct loom_requeue_req r;
@@ -255,6 +331,7 @@ int main(void)
 	unlink(q);
 	t_read_as_user(base);
 	t_save_times_as_user(base);
+	t_job_log(base);
 	rmdir(base);
 
 	/* the decision */
