@@ -1,9 +1,10 @@
 /* runtime/transport/transport_tcp_conn.c: the TCP engine's connections.
- * A peer's connection is dialed when something first concerns it, and
- * the engine's acceptor takes the peers' own dials on the listening
- * socket. Every connection begins with the authenticated hello of
- * transport_handshake.c (kind MESH, the world's nonce as payload): a
- * hello of another world of the same key is refused. When both ranks of
+ * A peer's connection is dialed when something first concerns it (the
+ * dial begins in transport_tcp_peer.c, stepped here), and the engine's
+ * acceptor takes the peers' own dials on the listening socket. Every
+ * connection begins with the authenticated hello of transport_handshake.c
+ * (kind MESH, the world's nonce as payload): a hello of another world of
+ * the same key is refused. When both ranks of
  * a pair dial at once, the connection dialed by the lower rank is kept:
  * the higher one declines the other quietly, and the lower one takes it
  * and drops its own; a declined dialer waits, taking the peer's dial if
@@ -13,20 +14,8 @@
 
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <arpa/inet.h>
-
-void tcp_drop_dial(struct loom_hs_dialer **d)
-{
-	if (!*d)
-		return;
-	if ((*d)->fd >= 0)
-		close((*d)->fd);
-	free(*d);
-	*d = NULL;
-}
 
 void tcp_say_bye(struct loom_engine *e, int i)
 {
@@ -70,34 +59,6 @@ static void conn_up(struct loom_engine *e, int i, int fd)
 }
 
 /* ---- the dialing side ---- */
-
-void tcp_dial_start(struct loom_engine *e, int i)
-{
-	struct peer *p = PEER(e, i);
-	int rc;
-	p->dial = calloc(1, sizeof *p->dial);
-	if (!p->dial) {
-		tcp_peer_lost(e, i, "out of memory for a connection");
-		return;
-	}
-	if (!p->port && e->hooks->resolve && e->hooks->resolve(e->arg, i, &p->ip, &p->port)) {
-		free(p->dial);
-		p->dial = NULL;
-		tcp_peer_lost(e, i, "its address cannot be looked up");
-		return;
-	}
-	rc = loom_hs_dialer_start(p->dial, p->ip, p->port);
-	if (rc) {
-		free(p->dial);
-		p->dial = NULL;
-		tcp_peer_lost(e, i, "cannot open a socket to it");
-		return;
-	}
-	if (p->state == C_IDLE)
-		p->until = loom_now() + e->connect_tmo;
-	p->state = C_DIAL;
-	tcp_wake_engine(e);   /* the engine polls the new socket */
-}
 
 static int hello_step(struct loom_engine *e, struct loom_hs_dialer *d)
 {

@@ -19,14 +19,6 @@
 #include <unistd.h>
 #include <openssl/crypto.h>
 
-void tcp_wake_engine(struct loom_engine *e)
-{
-	uint64_t one = 1;
-	if (e->have_thr && write(e->evfd, &one, sizeof one) < 0) {
-		/* the counter is full: the engine is awake anyway */
-	}
-}
-
 /* ---- the thread ---- */
 
 /* one round's poll: the wake-up, the listener and the hellos in

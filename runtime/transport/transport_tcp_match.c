@@ -24,19 +24,6 @@ struct loom_treq *tcp_take_rid(struct loom_treq **list, uint64_t rid)
 	return NULL;
 }
 
-/* r out of a list, if it is there: 1 */
-int tcp_unlink_req(struct loom_treq **list, struct loom_treq *r)
-{
-	struct loom_treq **pp;
-	for (pp = list; *pp; pp = &(*pp)->next)
-		if (*pp == r) {
-			*pp = r->next;
-			r->next = NULL;
-			return 1;
-		}
-	return 0;
-}
-
 /* receive r (taken off the posted list) meets the announced message rid
  * of len bytes: it waits for the bytes; the sender is told to send them
  * (also when the lengths differ: it must not wait forever; the bytes

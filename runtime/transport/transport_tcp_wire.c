@@ -1,32 +1,16 @@
-/* runtime/transport/transport_tcp_wire.c: the TCP engine's framing. A
- * peer's send queue goes out header and payload in one sendmsg where the
- * socket takes them; what comes is read header by header, each handed to
- * the handler of its kind (matching: transport_tcp_match.c; control:
- * transport_tcp.c), and its payload read straight into the posted
- * receive, into a buffer kept for a receive not posted yet, or dropped.
- * A peer gets at most BURST bytes a call each way, so one busy peer does
- * not starve the others. Every function here runs with e->lock held. */
+/* runtime/transport/transport_tcp_wire.c: the TCP engine's sending. A
+ * peer's send queue (the engine's own messages among the application's)
+ * goes out header and payload in one sendmsg where the socket takes
+ * them; the first message for a peer not connected yet begins its dial.
+ * A peer gets at most BURST bytes a call, so one busy peer does not
+ * starve the others. The reading side: transport_tcp_read.c. Every
+ * function here runs with e->lock held. */
 #include "transport/transport_tcp_internal.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-
-/* after a failed recv/send with peer i: 1 to retry, 0 when nothing more
- * can move now, -1 when the peer is lost */
-static int io_failed(struct loom_engine *e, int i)
-{
-	if (errno == EAGAIN || errno == EWOULDBLOCK)
-		return 0;
-	if (errno == EINTR)
-		return 1;
-	tcp_peer_lost(e, i, strerror(errno));
-	return -1;
-}
-
-/* ---- sending ---- */
 
 struct loom_treq *tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux)
 {
@@ -167,98 +151,13 @@ int tcp_do_write(struct loom_engine *e, int i)
 		m.msg_iovlen = (size_t)k;
 		n = sendmsg(p->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
-			int rc = io_failed(e, i);
+			int rc = tcp_io_failed(e, i);
 			if (rc > 0)
 				continue;
 			return rc;
 		}
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		sent(p, (size_t)n);
-	}
-	return 0;
-}
-
-/* ---- receiving ---- */
-
-/* a header came whole: to the handler of its kind; 0, or -1 when the
- * peer was lost over it */
-static int got_header(struct loom_engine *e, int i, struct peer *p)
-{
-	struct wire h;
-	memcpy(&h, p->rh, HDR_LEN);
-	if (h.magic != WIRE_MAGIC) {
-		tcp_peer_lost(e, i, "garbage on the connection");
-		return -1;
-	}
-	switch (h.type) {
-	case T_RTS:
-		return tcp_got_rts(e, i, &h);
-	case T_CTS:
-		tcp_got_cts(e, i, &h);
-		return 0;
-	case T_DATA:
-		return tcp_got_data(e, i, &h);
-	case T_RDATA:
-		tcp_got_rdata(e, i, &h);
-		return 0;
-	default:
-		tcp_control(e, i, &h);
-		return 0;
-	}
-}
-
-/* the next bytes of p's payload, at most budget: into the posted
- * receive, the kept buffer, or the scratch to be dropped */
-static ssize_t recv_payload(struct loom_engine *e, struct peer *p, size_t budget)
-{
-	char *dst;
-	size_t want = p->rleft;
-	if (p->rt)
-		dst = p->rt->buf + p->rpos;
-	else if (p->ru)
-		dst = p->ru->buf + p->rpos;
-	else {
-		dst = e->scratch;
-		if (want > sizeof e->scratch)
-			want = sizeof e->scratch;
-	}
-	if (want > budget)
-		want = budget;
-	return recv(p->fd, dst, want, 0);
-}
-
-/* read what is there from peer i; 0, or -1 when the peer went away */
-int tcp_do_read(struct loom_engine *e, int i)
-{
-	struct peer *p = PEER(e, i);
-	size_t budget = BURST;
-	while (!p->gone && budget) {
-		ssize_t n = p->rstate == 0 ? recv(p->fd, p->rh + p->rhoff, HDR_LEN - p->rhoff, 0)
-					   : recv_payload(e, p, budget);
-		if (n == 0) {
-			tcp_peer_lost(e, i, "connection closed (process exited or was killed)");
-			return -1;
-		}
-		if (n < 0) {
-			int rc = io_failed(e, i);
-			if (rc > 0)
-				continue;
-			return rc;
-		}
-		budget -= (size_t)n < budget ? (size_t)n : budget;
-		if (p->rstate == 0) {
-			p->rhoff += (size_t)n;
-			if (p->rhoff < HDR_LEN)
-				continue;
-			p->rhoff = 0;
-			if (got_header(e, i, p) < 0)
-				return -1;
-		} else {
-			p->rleft -= (size_t)n;
-			p->rpos += (size_t)n;
-		}
-		if (p->rstate == 1 && p->rleft == 0)
-			tcp_payload_done(p);
 	}
 	return 0;
 }
