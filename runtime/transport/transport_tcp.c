@@ -10,15 +10,15 @@ static void post_send(struct loom_engine *e, struct peer *p, struct loom_treq *r
 {
 	tcp_pack(r, T_DATA, 0);
 	if (r->peer == e->self) {
-		tcp_send_self(p, r);
+		loom_tcp_send_self(p, r);
 	} else if (r->len >= RNDV_BYTES && !r->eager && !p->gone) {
 		/* announced; its bytes go when the peer's T_CTS comes */
 		r->rid = ++p->next_rid;
 		r->next = p->rts_wait;
 		p->rts_wait = r;
-		tcp_send_hdr(e, r->peer, T_RTS, r->ctx, r->tag, r->len, r->rid);
+		loom_tcp_send_hdr(e, r->peer, T_RTS, r->ctx, r->tag, r->len, r->rid);
 	} else {
-		tcp_enqueue_send(e, r->peer, r);
+		loom_tcp_enqueue_send(e, r->peer, r);
 	}
 }
 
@@ -30,12 +30,12 @@ void loom_tcp_post(struct loom_engine *e, struct loom_treq *r)
 	r->next = NULL;
 	r->off = 0;
 	pthread_mutex_lock(&e->lock);
-	if (!(p = tcp_peer_get(e, r->peer)))
+	if (!(p = loom_tcp_peer_get(e, r->peer)))
 		tcp_complete(r, LOOM_ERR_NOMEM);
 	else if (r->kind == TREQ_SEND)
 		post_send(e, p, r);
 	else
-		tcp_post_recv(e, p, r);
+		loom_tcp_post_recv(e, p, r);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -50,7 +50,7 @@ void loom_tcp_pull(struct loom_engine *e, int peer)
 		return;
 	p = PEER(e, peer);
 	if (p && p->state == C_UP && !p->gone)
-		tcp_do_read(e, peer);
+		loom_tcp_do_read(e, peer);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -64,9 +64,9 @@ void loom_tcp_cancel(struct loom_engine *e, struct loom_treq *r)
 		return;
 	}
 	if (r->kind == TREQ_SEND)
-		tcp_cancel_send(e, p, r);
+		loom_tcp_cancel_send(e, p, r);
 	else
-		tcp_cancel_recv(p, r);
+		loom_tcp_cancel_recv(p, r);
 	r->status = LOOM_ERR_TIMEOUT;
 	atomic_store(&r->done, 1);
 	pthread_mutex_unlock(&e->lock);
@@ -77,12 +77,12 @@ void loom_tcp_control(struct loom_engine *e, int peer, int type, uint64_t ctx, i
 	struct loom_treq *r;
 	if (!e || peer == e->self)
 		return;
-	r = tcp_ctl_new(peer, ctx, (uint32_t)type, a);
+	r = loom_tcp_ctl_new(peer, ctx, (uint32_t)type, a);
 	if (!r)
 		return;
 	pthread_mutex_lock(&e->lock);
-	if (tcp_peer_get(e, peer))
-		tcp_enqueue_send(e, peer, r);
+	if (loom_tcp_peer_get(e, peer))
+		loom_tcp_enqueue_send(e, peer, r);
 	else
 		free(r);
 	pthread_mutex_unlock(&e->lock);

@@ -146,7 +146,7 @@ struct loom_engine {
 	char scratch[65536];
 };
 
-/* a peer's state; NULL until made (tcp_peer_get) */
+/* a peer's state; NULL until made (loom_tcp_peer_get) */
 #define PEER(e, i) ((struct peer *)loom_intmap_get(&(e)->peers, (i)))
 
 /* r is finished: its owner is told (an engine-owned request is freed) */
@@ -172,57 +172,57 @@ static inline void tcp_pack(struct loom_treq *r, uint32_t type, int64_t aux)
 }
 
 /* ---- transport_tcp_peer.c ---- */
-void tcp_wake_engine(struct loom_engine *e);  /* e->lock held or not */
-struct peer *tcp_peer_get(struct loom_engine *e, int i);  /* made on first need; NULL: no memory */
-int tcp_unlink_req(struct loom_treq **list, struct loom_treq *r);  /* 1: it was there */
-void tcp_fail_list(struct loom_treq **list);  /* every request of it fails: PEER_LOST */
-void tcp_drop_dial(struct loom_hs_dialer **d);
-void tcp_peer_lost(struct loom_engine *e, int i, const char *why);
-void tcp_dial_start(struct loom_engine *e, int i);
+void loom_tcp_wake_engine(struct loom_engine *e);  /* e->lock held or not */
+/* made on first need; NULL: no memory */
+struct peer *loom_tcp_peer_get(struct loom_engine *e, int i);
+int loom_tcp_unlink_req(struct loom_treq **list, struct loom_treq *r);  /* 1: it was there */
+void loom_tcp_fail_list(struct loom_treq **list);  /* every request of it fails: PEER_LOST */
+void loom_tcp_drop_dial(struct loom_hs_dialer **d);
+void loom_tcp_peer_lost(struct loom_engine *e, int i, const char *why);
+void loom_tcp_dial_start(struct loom_engine *e, int i);
 
 /* after a failed recv/send with peer i: 1 to retry, 0 when nothing more
- * can move now, -1 when the peer is lost (tcp_peer_lost) */
+ * can move now, -1 when the peer is lost (loom_tcp_peer_lost) */
 static inline int tcp_io_failed(struct loom_engine *e, int i)
 {
 	if (errno == EAGAIN || errno == EWOULDBLOCK)
 		return 0;
 	if (errno == EINTR)
 		return 1;
-	tcp_peer_lost(e, i, strerror(errno));
+	loom_tcp_peer_lost(e, i, strerror(errno));
 	return -1;
 }
 
 /* ---- transport_tcp_wire.c ---- */
 /* a message of the engine's own (freed once sent): NULL, no memory */
-struct loom_treq *tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux);
+struct loom_treq *loom_tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux);
 /* a header alone (no bytes follow) to peer i: T_RTS, T_CTS */
-void tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx, uint64_t tag,
-		  uint64_t len, uint64_t rid);
-void tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r);
-void tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r);
-int tcp_do_write(struct loom_engine *e, int i);  /* 0, or -1: the peer went away */
+void loom_tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx,
+		       uint64_t tag, uint64_t len, uint64_t rid);
+void loom_tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r);
+void loom_tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r);
+int loom_tcp_do_write(struct loom_engine *e, int i);  /* 0, or -1: the peer went away */
 
 /* ---- transport_tcp_match.c ---- */
-struct loom_treq *tcp_take_rid(struct loom_treq **list, uint64_t rid);  /* NULL: none */
-void tcp_post_recv(struct loom_engine *e, struct peer *p, struct loom_treq *r);
-void tcp_send_self(struct peer *p, struct loom_treq *r);  /* kept as a message that came */
-void tcp_cancel_recv(struct peer *p, struct loom_treq *r);
+void loom_tcp_post_recv(struct loom_engine *e, struct peer *p, struct loom_treq *r);
+void loom_tcp_send_self(struct peer *p, struct loom_treq *r);  /* kept as a message that came */
+void loom_tcp_cancel_recv(struct peer *p, struct loom_treq *r);
 /* a header of each kind came from peer i: 0, or -1 when i was lost over it;
  * T_DATA and T_RDATA leave p ready for the payload (rstate 1) */
-int tcp_got_rts(struct loom_engine *e, int i, const struct wire *h);
-void tcp_got_cts(struct loom_engine *e, int i, const struct wire *h);
-int tcp_got_data(struct loom_engine *e, int i, const struct wire *h);
-void tcp_got_rdata(struct loom_engine *e, int i, const struct wire *h);
-void tcp_payload_done(struct peer *p);  /* its last byte came */
+int loom_tcp_got_rts(struct loom_engine *e, int i, const struct wire *h);
+void loom_tcp_got_cts(struct loom_engine *e, int i, const struct wire *h);
+int loom_tcp_got_data(struct loom_engine *e, int i, const struct wire *h);
+void loom_tcp_got_rdata(struct loom_engine *e, int i, const struct wire *h);
+void loom_tcp_payload_done(struct peer *p);  /* its last byte came */
 
 /* ---- transport_tcp_conn.c ---- */
-void tcp_hello_init(struct loom_engine *e, const struct loom_engine_cfg *cfg);
-void tcp_dial_step(struct loom_engine *e, int i);   /* p->dial's socket is ready */
-void tcp_stray_step(struct loom_engine *e, struct peer *p);  /* p->stray's is */
-void tcp_dial_timers(struct loom_engine *e, double now);  /* give up, dial again */
-void tcp_say_bye(struct loom_engine *e, int i);
+void loom_tcp_hello_init(struct loom_engine *e, const struct loom_engine_cfg *cfg);
+void loom_tcp_dial_step(struct loom_engine *e, int i);   /* p->dial's socket is ready */
+void loom_tcp_stray_step(struct loom_engine *e, struct peer *p);  /* p->stray's is */
+void loom_tcp_dial_timers(struct loom_engine *e, double now);  /* give up, dial again */
+void loom_tcp_say_bye(struct loom_engine *e, int i);
 
 /* ---- transport_tcp_read.c ---- */
-int tcp_do_read(struct loom_engine *e, int i);   /* 0, or -1: the peer went away */
+int loom_tcp_do_read(struct loom_engine *e, int i);   /* 0, or -1: the peer went away */
 
 #endif

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 /* the engine's poll returns now (any thread, e->lock held or not) */
-void tcp_wake_engine(struct loom_engine *e)
+void loom_tcp_wake_engine(struct loom_engine *e)
 {
 	uint64_t one = 1;
 	if (e->have_thr && write(e->evfd, &one, sizeof one) < 0) {
@@ -20,7 +20,7 @@ void tcp_wake_engine(struct loom_engine *e)
 }
 
 /* peer i's state, made on first need (e->lock held); NULL: no memory */
-struct peer *tcp_peer_get(struct loom_engine *e, int i)
+struct peer *loom_tcp_peer_get(struct loom_engine *e, int i)
 {
 	struct peer *p = PEER(e, i);
 	if (p)
@@ -46,7 +46,7 @@ struct peer *tcp_peer_get(struct loom_engine *e, int i)
 }
 
 /* r out of a list, if it is there: 1 */
-int tcp_unlink_req(struct loom_treq **list, struct loom_treq *r)
+int loom_tcp_unlink_req(struct loom_treq **list, struct loom_treq *r)
 {
 	struct loom_treq **pp;
 	for (pp = list; *pp; pp = &(*pp)->next)
@@ -59,7 +59,7 @@ int tcp_unlink_req(struct loom_treq **list, struct loom_treq *r)
 }
 
 /* every request of a list fails: its peer is gone or said goodbye */
-void tcp_fail_list(struct loom_treq **list)
+void loom_tcp_fail_list(struct loom_treq **list)
 {
 	struct loom_treq *r, *nx;
 	for (r = *list; r; r = nx) {
@@ -70,7 +70,7 @@ void tcp_fail_list(struct loom_treq **list)
 }
 
 /* a dial given up: its socket closed */
-void tcp_drop_dial(struct loom_hs_dialer **d)
+void loom_tcp_drop_dial(struct loom_hs_dialer **d)
 {
 	if (!*d)
 		return;
@@ -82,7 +82,7 @@ void tcp_drop_dial(struct loom_hs_dialer **d)
 
 /* peer i's connection is lost (why: for the log): everything queued for
  * it or waiting on it fails, and the layers above are told */
-void tcp_peer_lost(struct loom_engine *e, int i, const char *why)
+void loom_tcp_peer_lost(struct loom_engine *e, int i, const char *why)
 {
 	struct peer *p = PEER(e, i);
 	if (p->gone)
@@ -91,19 +91,19 @@ void tcp_peer_lost(struct loom_engine *e, int i, const char *why)
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
-	tcp_drop_dial(&p->dial);
-	tcp_drop_dial(&p->stray);
+	loom_tcp_drop_dial(&p->dial);
+	loom_tcp_drop_dial(&p->stray);
 	if (!p->bye) {
 		LOOM_ERR("rank %d lost: %s", i, why);
 		loom_flight_log_verdict();
 	} else
 		LOOM_TRACE("rank %d closed its connection after goodbye", i);
-	tcp_fail_list(&p->sq);
+	loom_tcp_fail_list(&p->sq);
 	p->sq_tail = NULL;
-	tcp_fail_list(&p->posted);
+	loom_tcp_fail_list(&p->posted);
 	p->posted_tail = NULL;
-	tcp_fail_list(&p->rts_wait);
-	tcp_fail_list(&p->bound);
+	loom_tcp_fail_list(&p->rts_wait);
+	loom_tcp_fail_list(&p->bound);
 	if (p->rstate == 1 && p->rt)
 		tcp_complete(p->rt, LOOM_ERR_PEER_LOST);
 	if (p->ru) {
@@ -119,30 +119,30 @@ void tcp_peer_lost(struct loom_engine *e, int i, const char *why)
 
 /* peer i's dial begins (its address looked up on the first); the
  * engine thread steps it (transport_tcp_conn.c) */
-void tcp_dial_start(struct loom_engine *e, int i)
+void loom_tcp_dial_start(struct loom_engine *e, int i)
 {
 	struct peer *p = PEER(e, i);
 	int rc;
 	p->dial = calloc(1, sizeof *p->dial);
 	if (!p->dial) {
-		tcp_peer_lost(e, i, "out of memory for a connection");
+		loom_tcp_peer_lost(e, i, "out of memory for a connection");
 		return;
 	}
 	if (!p->port && e->hooks->resolve && e->hooks->resolve(e->arg, i, &p->ip, &p->port)) {
 		free(p->dial);
 		p->dial = NULL;
-		tcp_peer_lost(e, i, "its address cannot be looked up");
+		loom_tcp_peer_lost(e, i, "its address cannot be looked up");
 		return;
 	}
 	rc = loom_hs_dialer_start(p->dial, p->ip, p->port);
 	if (rc) {
 		free(p->dial);
 		p->dial = NULL;
-		tcp_peer_lost(e, i, "cannot open a socket to it");
+		loom_tcp_peer_lost(e, i, "cannot open a socket to it");
 		return;
 	}
 	if (p->state == C_IDLE)
 		p->until = loom_now() + e->connect_tmo;
 	p->state = C_DIAL;
-	tcp_wake_engine(e);   /* the engine polls the new socket */
+	loom_tcp_wake_engine(e);   /* the engine polls the new socket */
 }

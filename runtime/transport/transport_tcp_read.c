@@ -17,10 +17,10 @@
 static void got_bye(struct peer *p)
 {
 	p->bye = 1;
-	tcp_fail_list(&p->posted);
+	loom_tcp_fail_list(&p->posted);
 	p->posted_tail = NULL;
-	tcp_fail_list(&p->bound);
-	tcp_fail_list(&p->rts_wait);
+	loom_tcp_fail_list(&p->bound);
+	loom_tcp_fail_list(&p->rts_wait);
 }
 
 /* Connections are made on first use, so the aborting rank may still be
@@ -36,9 +36,9 @@ static void relay_abort(struct loom_engine *e, int from, const struct wire *h)
 		struct loom_treq *r;
 		if (i == e->self || i == from || q->state != C_UP || q->gone || q->bye_sent)
 			continue;
-		if (!(r = tcp_ctl_new(i, h->ctx, CTL_ABORT, h->aux)))
+		if (!(r = loom_tcp_ctl_new(i, h->ctx, CTL_ABORT, h->aux)))
 			break;
-		tcp_enqueue_send(e, i, r);
+		loom_tcp_enqueue_send(e, i, r);
 	}
 }
 
@@ -54,10 +54,10 @@ static void got_control(struct loom_engine *e, int from, const struct wire *h)
 	if (h->type == CTL_ABORT && entered == 1)
 		relay_abort(e, from, h);
 	if (h->type == CTL_STATUS_REQ) {
-		struct loom_treq *r = tcp_ctl_new(from, h->ctx, CTL_STATUS_REP, entered);
+		struct loom_treq *r = loom_tcp_ctl_new(from, h->ctx, CTL_STATUS_REP, entered);
 		if (!r)
 			return;
-		tcp_enqueue_send(e, from, r);
+		loom_tcp_enqueue_send(e, from, r);
 	}
 }
 
@@ -70,19 +70,19 @@ static int got_header(struct loom_engine *e, int i, struct peer *p)
 	struct wire h;
 	memcpy(&h, p->rh, HDR_LEN);
 	if (h.magic != WIRE_MAGIC) {
-		tcp_peer_lost(e, i, "garbage on the connection");
+		loom_tcp_peer_lost(e, i, "garbage on the connection");
 		return -1;
 	}
 	switch (h.type) {
 	case T_RTS:
-		return tcp_got_rts(e, i, &h);
+		return loom_tcp_got_rts(e, i, &h);
 	case T_CTS:
-		tcp_got_cts(e, i, &h);
+		loom_tcp_got_cts(e, i, &h);
 		return 0;
 	case T_DATA:
-		return tcp_got_data(e, i, &h);
+		return loom_tcp_got_data(e, i, &h);
 	case T_RDATA:
-		tcp_got_rdata(e, i, &h);
+		loom_tcp_got_rdata(e, i, &h);
 		return 0;
 	default:
 		got_control(e, i, &h);
@@ -111,7 +111,7 @@ static ssize_t recv_payload(struct loom_engine *e, struct peer *p, size_t budget
 }
 
 /* read what is there from peer i; 0, or -1 when the peer went away */
-int tcp_do_read(struct loom_engine *e, int i)
+int loom_tcp_do_read(struct loom_engine *e, int i)
 {
 	struct peer *p = PEER(e, i);
 	size_t budget = BURST;
@@ -119,7 +119,8 @@ int tcp_do_read(struct loom_engine *e, int i)
 		ssize_t n = p->rstate == 0 ? recv(p->fd, p->rh + p->rhoff, HDR_LEN - p->rhoff, 0)
 					   : recv_payload(e, p, budget);
 		if (n == 0) {
-			tcp_peer_lost(e, i, "connection closed (process exited or was killed)");
+			loom_tcp_peer_lost(e, i,
+					   "connection closed (process exited or was killed)");
 			return -1;
 		}
 		if (n < 0) {
@@ -141,7 +142,7 @@ int tcp_do_read(struct loom_engine *e, int i)
 			p->rpos += (size_t)n;
 		}
 		if (p->rstate == 1 && p->rleft == 0)
-			tcp_payload_done(p);
+			loom_tcp_payload_done(p);
 	}
 	return 0;
 }

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-struct loom_treq *tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux)
+struct loom_treq *loom_tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux)
 {
 	struct loom_treq *r = calloc(1, sizeof *r);
 	if (!r)
@@ -25,13 +25,13 @@ struct loom_treq *tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux
 	return r;
 }
 
-void tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx, uint64_t tag,
-		  uint64_t len, uint64_t rid)
+void loom_tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx,
+		       uint64_t tag, uint64_t len, uint64_t rid)
 {
 	struct loom_treq *r = calloc(1, sizeof *r);
 	struct wire h = { WIRE_MAGIC, type, ctx, tag, len, (int64_t)rid };
 	if (!r) {
-		tcp_peer_lost(e, i, "out of memory for a rendezvous message");
+		loom_tcp_peer_lost(e, i, "out of memory for a rendezvous message");
 		return;
 	}
 	r->kind = TREQ_SEND;
@@ -39,10 +39,10 @@ void tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx, uin
 	r->ctx = ctx;
 	r->owned = 1;
 	memcpy(r->hdr, &h, HDR_LEN);
-	tcp_enqueue_send(e, i, r);
+	loom_tcp_enqueue_send(e, i, r);
 }
 
-void tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
+void loom_tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 {
 	struct peer *p = PEER(e, i);
 	int was_empty = p->sq == NULL;
@@ -58,21 +58,21 @@ void tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 		p->sq = r;
 	p->sq_tail = r;
 	if (p->state == C_IDLE)
-		tcp_dial_start(e, i);
+		loom_tcp_dial_start(e, i);
 	else if (was_empty && p->state == C_UP) {
-		tcp_do_write(e, i);
+		loom_tcp_do_write(e, i);
 		if (p->sq)
-			tcp_wake_engine(e);
+			loom_tcp_wake_engine(e);
 	}
 }
 
 /* r, queued for p, is taken back: announced only, or not begun, it
  * leaves the queue; half on the wire, a copy of it finishes, keeping the
  * stream whole */
-void tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r)
+void loom_tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r)
 {
 	struct loom_treq *q, *prev = NULL;
-	if (tcp_unlink_req(&p->rts_wait, r))
+	if (loom_tcp_unlink_req(&p->rts_wait, r))
 		return;  /* announced, no byte sent: a later T_CTS finds nothing */
 	for (q = p->sq; q && q != r; prev = q, q = q->next)
 		;
@@ -91,7 +91,7 @@ void tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r)
 		} else {
 			free(cl);
 			free(b);
-			tcp_peer_lost(e, r->peer, "out of memory while cancelling");
+			loom_tcp_peer_lost(e, r->peer, "out of memory while cancelling");
 		}
 	} else if (q) {
 		if (prev)
@@ -127,7 +127,7 @@ static void sent(struct peer *p, size_t n)
 	}
 }
 
-int tcp_do_write(struct loom_engine *e, int i)
+int loom_tcp_do_write(struct loom_engine *e, int i)
 {
 	struct peer *p = PEER(e, i);
 	size_t budget = BURST;
