@@ -1,9 +1,10 @@
 /* runtime/transport/transport_tcp_conn.c: the TCP engine's connections.
- * A peer's connection is dialed when something first concerns it, and
- * the engine's acceptor takes the peers' own dials on the listening
- * socket. Every connection begins with the authenticated hello of
- * transport_handshake.c (kind MESH, the world's nonce as payload): a
- * hello of another world of the same key is refused. When both ranks of
+ * A peer's connection is dialed when something first concerns it (the
+ * dial begins in transport_tcp_peer.c, stepped here), and the engine's
+ * acceptor takes the peers' own dials on the listening socket. Every
+ * connection begins with the authenticated hello of transport_handshake.c
+ * (kind MESH, the world's nonce as payload): a hello of another world of
+ * the same key is refused. When both ranks of
  * a pair dial at once, the connection dialed by the lower rank is kept:
  * the higher one declines the other quietly, and the lower one takes it
  * and drops its own; a declined dialer waits, taking the peer's dial if
@@ -13,31 +14,19 @@
 
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <arpa/inet.h>
 
-void tcp_drop_dial(struct loom_hs_dialer **d)
-{
-	if (!*d)
-		return;
-	if ((*d)->fd >= 0)
-		close((*d)->fd);
-	free(*d);
-	*d = NULL;
-}
-
-void tcp_say_bye(struct loom_engine *e, int i)
+void loom_tcp_say_bye(struct loom_engine *e, int i)
 {
 	struct loom_treq *r;
 	if (PEER(e, i)->bye_sent || PEER(e, i)->gone)
 		return;
-	r = tcp_ctl_new(i, 0, CTL_BYE, 0);
+	r = loom_tcp_ctl_new(i, 0, CTL_BYE, 0);
 	if (!r)
 		return;
 	PEER(e, i)->bye_sent = 1;
-	tcp_enqueue_send(e, i, r);
+	loom_tcp_enqueue_send(e, i, r);
 }
 
 /* fd is an authenticated connection to peer i: its queue can go */
@@ -49,11 +38,11 @@ static void conn_up(struct loom_engine *e, int i, int fd)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	if (p->dial && p->dial->fd == fd) {
 		p->dial->fd = -1;
-		tcp_drop_dial(&p->dial);
+		loom_tcp_drop_dial(&p->dial);
 	} else if (p->dial) {
 		/* closing it now would be a refusal logged at the peer: let it
 		 * say its hello and be declined */
-		tcp_drop_dial(&p->stray);
+		loom_tcp_drop_dial(&p->stray);
 		p->stray = p->dial;
 		p->dial = NULL;
 	}
@@ -62,42 +51,14 @@ static void conn_up(struct loom_engine *e, int i, int fd)
 	p->tries = 0;
 	LOOM_TRACE("connected to rank %d", i);
 	if (e->closing)
-		tcp_say_bye(e, i);
+		loom_tcp_say_bye(e, i);
 	if (p->sq) {
-		tcp_do_write(e, i);
-		tcp_wake_engine(e);
+		loom_tcp_do_write(e, i);
+		loom_tcp_wake_engine(e);
 	}
 }
 
 /* ---- the dialing side ---- */
-
-void tcp_dial_start(struct loom_engine *e, int i)
-{
-	struct peer *p = PEER(e, i);
-	int rc;
-	p->dial = calloc(1, sizeof *p->dial);
-	if (!p->dial) {
-		tcp_peer_lost(e, i, "out of memory for a connection");
-		return;
-	}
-	if (!p->port && e->hooks->resolve && e->hooks->resolve(e->arg, i, &p->ip, &p->port)) {
-		free(p->dial);
-		p->dial = NULL;
-		tcp_peer_lost(e, i, "its address cannot be looked up");
-		return;
-	}
-	rc = loom_hs_dialer_start(p->dial, p->ip, p->port);
-	if (rc) {
-		free(p->dial);
-		p->dial = NULL;
-		tcp_peer_lost(e, i, "cannot open a socket to it");
-		return;
-	}
-	if (p->state == C_IDLE)
-		p->until = loom_now() + e->connect_tmo;
-	p->state = C_DIAL;
-	tcp_wake_engine(e);   /* the engine polls the new socket */
-}
 
 static int hello_step(struct loom_engine *e, struct loom_hs_dialer *d)
 {
@@ -105,7 +66,7 @@ static int hello_step(struct loom_engine *e, struct loom_hs_dialer *d)
 				   sizeof e->hello);
 }
 
-void tcp_dial_step(struct loom_engine *e, int i)
+void loom_tcp_dial_step(struct loom_engine *e, int i)
 {
 	struct peer *p = PEER(e, i);
 	char addr[INET_ADDRSTRLEN], why[160];
@@ -116,7 +77,7 @@ void tcp_dial_step(struct loom_engine *e, int i)
 		conn_up(e, i, p->dial->fd);
 		return;
 	}
-	tcp_drop_dial(&p->dial);
+	loom_tcp_drop_dial(&p->dial);
 	if (rc == LOOM_HS_DIAL_DECLINED) {
 		/* a lower rank dialing us at the same moment (its connection
 		 * wins and comes to us), or an acceptor full of hellos that
@@ -132,19 +93,19 @@ void tcp_dial_step(struct loom_engine *e, int i)
 	snprintf(why, sizeof why, rc == LOOM_HS_DIAL_FORGED
 		 ? "the process at %s:%u (its address) does not hold this job's secret"
 		 : "cannot connect to its address %s:%u (the process exited?)", addr, p->port);
-	tcp_peer_lost(e, i, why);
+	loom_tcp_peer_lost(e, i, why);
 }
 
 /* our dial that lost a race runs on to its quiet refusal */
-void tcp_stray_step(struct loom_engine *e, struct peer *p)
+void loom_tcp_stray_step(struct loom_engine *e, struct peer *p)
 {
 	if (hello_step(e, p->stray))
-		tcp_drop_dial(&p->stray);
+		loom_tcp_drop_dial(&p->stray);
 }
 
 /* dials past their peer's LOOM_BOOTSTRAP_TIMEOUT give up; declined ones
  * whose pause is over dial again */
-void tcp_dial_timers(struct loom_engine *e, double now)
+void loom_tcp_dial_timers(struct loom_engine *e, double now)
 {
 	int i, k;
 	for (k = 0; k < e->nact; k++) {
@@ -152,12 +113,13 @@ void tcp_dial_timers(struct loom_engine *e, double now)
 		if (p->gone || (p->state != C_DIAL && p->state != C_WAIT))
 			continue;
 		if (p->until < now)
-			tcp_peer_lost(e, i, p->tries
-				      ? "it declined every hello we sent within LOOM_BOOTSTRAP_TIMEOUT "
-					"(another LOOM_JOB_SECRET?)"
-				      : "its listening socket took no connection within LOOM_BOOTSTRAP_TIMEOUT");
+			loom_tcp_peer_lost(e, i, p->tries
+					   ? "it declined every hello we sent within "
+					     "LOOM_BOOTSTRAP_TIMEOUT (another LOOM_JOB_SECRET?)"
+					   : "its listening socket took no connection within "
+					     "LOOM_BOOTSTRAP_TIMEOUT");
 		else if (p->state == C_WAIT && p->retry_at <= now)
-			tcp_dial_start(e, i);
+			loom_tcp_dial_start(e, i);
 	}
 }
 
@@ -173,7 +135,7 @@ static int hello_accepted(void *arg, const struct loom_hs_peer *hp)
 	if (h.nonce != e->hello.nonce || hp->size != e->n || hp->rank < 0 || hp->rank >= e->n ||
 	    hp->rank == e->self)
 		return 0;  /* another world of the same key */
-	if (!(p = tcp_peer_get(e, hp->rank)))
+	if (!(p = loom_tcp_peer_get(e, hp->rank)))
 		return 0;
 	if (p->gone || p->state == C_UP)
 		return LOOM_HS_DECLINE;  /* the loser of a race whose winner came first */
@@ -186,7 +148,7 @@ static int hello_accepted(void *arg, const struct loom_hs_peer *hp)
 }
 
 /* the hello this rank says and the acceptor's settings (e->key set) */
-void tcp_hello_init(struct loom_engine *e, const struct loom_engine_cfg *cfg)
+void loom_tcp_hello_init(struct loom_engine *e, const struct loom_engine_cfg *cfg)
 {
 	e->hello.nonce = cfg->nonce;
 	snprintf(e->hs_what, sizeof e->hs_what, "rank %d's mesh port", cfg->rank);

@@ -19,14 +19,6 @@
 #include <unistd.h>
 #include <openssl/crypto.h>
 
-void tcp_wake_engine(struct loom_engine *e)
-{
-	uint64_t one = 1;
-	if (e->have_thr && write(e->evfd, &one, sizeof one) < 0) {
-		/* the counter is full: the engine is awake anyway */
-	}
-}
-
 /* ---- the thread ---- */
 
 /* one round's poll: the wake-up, the listener and the hellos in
@@ -120,21 +112,21 @@ static void serve_peer(struct loom_engine *e, const struct pollfd *pf, int pi)
 	if (p->gone || !pf->revents)
 		return;
 	if (p->stray && p->stray->fd == pf->fd) {
-		tcp_stray_step(e, p);
+		loom_tcp_stray_step(e, p);
 		return;
 	}
 	if (p->state == C_DIAL) {
 		if (p->dial->fd == pf->fd)
-			tcp_dial_step(e, pi);
+			loom_tcp_dial_step(e, pi);
 		return;
 	}
 	if (p->state != C_UP || p->fd != pf->fd)
 		return;
 	if (pf->revents & (POLLIN | POLLHUP | POLLERR))
-		if (tcp_do_read(e, pi) < 0)
+		if (loom_tcp_do_read(e, pi) < 0)
 			return;
 	if (p->sq)
-		tcp_do_write(e, pi);
+		loom_tcp_do_write(e, pi);
 }
 
 /* what poll said, entry by entry: the wake-up drained, the peers
@@ -187,7 +179,7 @@ static void *engine_main(void *arg)
 		if (k < 0)
 			continue;
 		pollset_serve(e, &ps);
-		tcp_dial_timers(e, loom_now());
+		loom_tcp_dial_timers(e, loom_now());
 	}
 	pthread_mutex_unlock(&e->lock);
 	free(ps.pf);
@@ -236,7 +228,7 @@ int loom_engine_create(struct loom_engine **out, const struct loom_engine_cfg *c
 	e->evfd = -1;
 	engine_settings(e);
 	memcpy(e->key, key, sizeof e->key);
-	tcp_hello_init(e, cfg);
+	loom_tcp_hello_init(e, cfg);
 	*out = e;
 	if (cfg->size > 1) {
 		int fl = listen_fd >= 0 ? fcntl(listen_fd, F_GETFL) : -1;
@@ -282,7 +274,7 @@ static void part(struct loom_engine *e)
 	e->closing = 1;
 	for (k = 0; k < e->nact; k++)
 		if ((i = e->act[k]) != e->self && PEER(e, i)->state != C_IDLE)
-			tcp_say_bye(e, i);
+			loom_tcp_say_bye(e, i);
 	pthread_mutex_unlock(&e->lock);
 	until = loom_now() + tmo;
 	for (;;) {
@@ -319,9 +311,9 @@ static void free_peers(struct loom_engine *e)
 			shutdown(p->fd, SHUT_WR);
 			close(p->fd);
 		}
-		tcp_drop_dial(&p->dial);
-		tcp_drop_dial(&p->stray);
-		tcp_fail_list(&p->sq);
+		loom_tcp_drop_dial(&p->dial);
+		loom_tcp_drop_dial(&p->stray);
+		loom_tcp_fail_list(&p->sq);
 		for (u = p->unexp; u; u = nu) {
 			nu = u->next;
 			free(u->buf);
@@ -349,7 +341,7 @@ void loom_engine_destroy(struct loom_engine *e)
 		  (unsigned long long)e->early_msgs, (unsigned long long)e->early_bytes);
 	pthread_mutex_unlock(&e->lock);
 	if (e->have_thr) {
-		tcp_wake_engine(e);
+		loom_tcp_wake_engine(e);
 		pthread_join(e->thr, NULL);
 	}
 	loom_hs_acceptor_free(e->acc);

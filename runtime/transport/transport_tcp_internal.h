@@ -1,14 +1,22 @@
 /* runtime/transport/transport_tcp_internal.h: what the files of the TCP
  * engine share: the engine, a peer's state, the wire format, and the
- * steps each file offers the others (e->lock held for all of them).
- *   transport_tcp.c         the entry points (post, pull, cancel, control,
- *                           peer_gone), a peer's state, control messages
+ * steps each file offers the others (e->lock held for all of them). The
+ * files, bottom up; each calls only into the files listed before it
+ * (t/t0008-call-circles.t fails on a circle):
+ *   transport_tcp_peer.c    a peer's state: made, its first dial begun,
+ *                           lost (what waits on it fails); request lists;
+ *                           the engine's wake-up
+ *   transport_tcp_wire.c    sending: the send queue, engine messages,
+ *                           writing headers and payloads
  *   transport_tcp_match.c   matching: posted receives, messages that came
  *                           first, the rendezvous of large messages
- *   transport_tcp_wire.c    framing: the send queue, reading and writing
- *                           headers and payloads, one handler per kind
  *   transport_tcp_conn.c    connections: dialing, the mesh hello both ways,
  *                           races, retries, goodbyes
+ *   transport_tcp_read.c    reading: headers and payloads, each header to
+ *                           its kind's handler (match's, or the control
+ *                           messages handled there)
+ *   transport_tcp.c         the entry points (post, pull, cancel, control,
+ *                           peer_gone)
  *   transport_tcp_engine.c  the engine thread (its poll loop), create and
  *                           destroy
  *
@@ -31,6 +39,7 @@
 #include "transport/transport.h"
 #include "util/intmap.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,7 +146,7 @@ struct loom_engine {
 	char scratch[65536];
 };
 
-/* a peer's state; NULL until made (tcp_peer_get) */
+/* a peer's state; NULL until made (loom_tcp_peer_get) */
 #define PEER(e, i) ((struct peer *)loom_intmap_get(&(e)->peers, (i)))
 
 /* r is finished: its owner is told (an engine-owned request is freed) */
@@ -162,47 +171,58 @@ static inline void tcp_pack(struct loom_treq *r, uint32_t type, int64_t aux)
 	memcpy(r->hdr, &h, HDR_LEN);
 }
 
-/* ---- transport_tcp.c ---- */
-struct peer *tcp_peer_get(struct loom_engine *e, int i);  /* made on first need; NULL: no memory */
-void tcp_peer_lost(struct loom_engine *e, int i, const char *why);
-void tcp_fail_list(struct loom_treq **list);  /* every request of it fails: PEER_LOST */
-void tcp_control(struct loom_engine *e, int from, const struct wire *h);  /* one came */
+/* ---- transport_tcp_peer.c ---- */
+void loom_tcp_wake_engine(struct loom_engine *e);  /* e->lock held or not */
+/* made on first need; NULL: no memory */
+struct peer *loom_tcp_peer_get(struct loom_engine *e, int i);
+int loom_tcp_unlink_req(struct loom_treq **list, struct loom_treq *r);  /* 1: it was there */
+void loom_tcp_fail_list(struct loom_treq **list);  /* every request of it fails: PEER_LOST */
+void loom_tcp_drop_dial(struct loom_hs_dialer **d);
+void loom_tcp_peer_lost(struct loom_engine *e, int i, const char *why);
+void loom_tcp_dial_start(struct loom_engine *e, int i);
 
-/* ---- transport_tcp_match.c ---- */
-struct loom_treq *tcp_take_rid(struct loom_treq **list, uint64_t rid);  /* NULL: none */
-int tcp_unlink_req(struct loom_treq **list, struct loom_treq *r);  /* 1: it was there */
-void tcp_post_recv(struct loom_engine *e, struct peer *p, struct loom_treq *r);
-void tcp_send_self(struct peer *p, struct loom_treq *r);  /* kept as a message that came */
-void tcp_cancel_recv(struct peer *p, struct loom_treq *r);
-/* a header of each kind came from peer i: 0, or -1 when i was lost over it;
- * T_DATA and T_RDATA leave p ready for the payload (rstate 1) */
-int tcp_got_rts(struct loom_engine *e, int i, const struct wire *h);
-void tcp_got_cts(struct loom_engine *e, int i, const struct wire *h);
-int tcp_got_data(struct loom_engine *e, int i, const struct wire *h);
-void tcp_got_rdata(struct loom_engine *e, int i, const struct wire *h);
-void tcp_payload_done(struct peer *p);  /* its last byte came */
+/* after a failed recv/send with peer i: 1 to retry, 0 when nothing more
+ * can move now, -1 when the peer is lost (loom_tcp_peer_lost) */
+static inline int tcp_io_failed(struct loom_engine *e, int i)
+{
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return 0;
+	if (errno == EINTR)
+		return 1;
+	loom_tcp_peer_lost(e, i, strerror(errno));
+	return -1;
+}
 
 /* ---- transport_tcp_wire.c ---- */
-/* a header alone (no bytes follow) to peer i: T_RTS, T_CTS */
-void tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx, uint64_t tag,
-		  uint64_t len, uint64_t rid);
-void tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r);
 /* a message of the engine's own (freed once sent): NULL, no memory */
-struct loom_treq *tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux);
-void tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r);
-int tcp_do_read(struct loom_engine *e, int i);   /* 0, or -1: the peer went away */
-int tcp_do_write(struct loom_engine *e, int i);
+struct loom_treq *loom_tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux);
+/* a header alone (no bytes follow) to peer i: T_RTS, T_CTS */
+void loom_tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx,
+		       uint64_t tag, uint64_t len, uint64_t rid);
+void loom_tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r);
+void loom_tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r);
+int loom_tcp_do_write(struct loom_engine *e, int i);  /* 0, or -1: the peer went away */
+
+/* ---- transport_tcp_match.c ---- */
+void loom_tcp_post_recv(struct loom_engine *e, struct peer *p, struct loom_treq *r);
+void loom_tcp_send_self(struct peer *p, struct loom_treq *r);  /* kept as a message that came */
+void loom_tcp_cancel_recv(struct peer *p, struct loom_treq *r);
+/* a header of each kind came from peer i: 0, or -1 when i was lost over it;
+ * T_DATA and T_RDATA leave p ready for the payload (rstate 1) */
+int loom_tcp_got_rts(struct loom_engine *e, int i, const struct wire *h);
+void loom_tcp_got_cts(struct loom_engine *e, int i, const struct wire *h);
+int loom_tcp_got_data(struct loom_engine *e, int i, const struct wire *h);
+void loom_tcp_got_rdata(struct loom_engine *e, int i, const struct wire *h);
+void loom_tcp_payload_done(struct peer *p);  /* its last byte came */
 
 /* ---- transport_tcp_conn.c ---- */
-void tcp_hello_init(struct loom_engine *e, const struct loom_engine_cfg *cfg);
-void tcp_dial_start(struct loom_engine *e, int i);
-void tcp_dial_step(struct loom_engine *e, int i);   /* p->dial's socket is ready */
-void tcp_stray_step(struct loom_engine *e, struct peer *p);  /* p->stray's is */
-void tcp_dial_timers(struct loom_engine *e, double now);  /* give up, dial again */
-void tcp_drop_dial(struct loom_hs_dialer **d);
-void tcp_say_bye(struct loom_engine *e, int i);
+void loom_tcp_hello_init(struct loom_engine *e, const struct loom_engine_cfg *cfg);
+void loom_tcp_dial_step(struct loom_engine *e, int i);   /* p->dial's socket is ready */
+void loom_tcp_stray_step(struct loom_engine *e, struct peer *p);  /* p->stray's is */
+void loom_tcp_dial_timers(struct loom_engine *e, double now);  /* give up, dial again */
+void loom_tcp_say_bye(struct loom_engine *e, int i);
 
-/* ---- transport_tcp_engine.c ---- */
-void tcp_wake_engine(struct loom_engine *e);
+/* ---- transport_tcp_read.c ---- */
+int loom_tcp_do_read(struct loom_engine *e, int i);   /* 0, or -1: the peer went away */
 
 #endif

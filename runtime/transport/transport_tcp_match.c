@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* the request numbered rid, removed from a list; NULL: none */
-struct loom_treq *tcp_take_rid(struct loom_treq **list, uint64_t rid)
+static struct loom_treq *take_rid(struct loom_treq **list, uint64_t rid)
 {
 	struct loom_treq **pp;
 	for (pp = list; *pp; pp = &(*pp)->next)
@@ -22,19 +22,6 @@ struct loom_treq *tcp_take_rid(struct loom_treq **list, uint64_t rid)
 			return r;
 		}
 	return NULL;
-}
-
-/* r out of a list, if it is there: 1 */
-int tcp_unlink_req(struct loom_treq **list, struct loom_treq *r)
-{
-	struct loom_treq **pp;
-	for (pp = list; *pp; pp = &(*pp)->next)
-		if (*pp == r) {
-			*pp = r->next;
-			r->next = NULL;
-			return 1;
-		}
-	return 0;
 }
 
 /* receive r (taken off the posted list) meets the announced message rid
@@ -53,7 +40,7 @@ static void bind_rts(struct loom_engine *e, int i, struct loom_treq *r, uint64_t
 		r->next = p->bound;
 		p->bound = r;
 	}
-	tcp_send_hdr(e, i, T_CTS, r->ctx, r->tag, 0, rid);
+	loom_tcp_send_hdr(e, i, T_CTS, r->ctx, r->tag, 0, rid);
 }
 
 /* a posted receive for (ctx, tag) from p, removed from the list */
@@ -131,7 +118,7 @@ static struct umsg *take_unexp(struct peer *p, uint64_t ctx, uint64_t tag)
 	return u;
 }
 
-void tcp_post_recv(struct loom_engine *e, struct peer *p, struct loom_treq *r)
+void loom_tcp_post_recv(struct loom_engine *e, struct peer *p, struct loom_treq *r)
 {
 	struct umsg *u = take_unexp(p, r->ctx, r->tag);
 	if (u) {
@@ -153,11 +140,11 @@ void tcp_post_recv(struct loom_engine *e, struct peer *p, struct loom_treq *r)
 		/* the receiver dials too: a sender that died before its
 		 * first message is found out (its port refuses us) */
 		if (p->state == C_IDLE && r->peer != e->self)
-			tcp_dial_start(e, r->peer);
+			loom_tcp_dial_start(e, r->peer);
 	}
 }
 
-void tcp_send_self(struct peer *p, struct loom_treq *r)
+void loom_tcp_send_self(struct peer *p, struct loom_treq *r)
 {
 	struct umsg *u = calloc(1, sizeof *u);
 	if (u)
@@ -176,10 +163,10 @@ void tcp_send_self(struct peer *p, struct loom_treq *r)
 	tcp_complete(r, LOOM_SUCCESS);
 }
 
-void tcp_cancel_recv(struct peer *p, struct loom_treq *r)
+void loom_tcp_cancel_recv(struct peer *p, struct loom_treq *r)
 {
 	struct loom_treq *q, *prev = NULL;
-	if (tcp_unlink_req(&p->bound, r))
+	if (loom_tcp_unlink_req(&p->bound, r))
 		return;  /* its T_CTS went: the bytes that come are dropped */
 	for (q = p->posted; q && q != r; prev = q, q = q->next)
 		;
@@ -197,7 +184,7 @@ void tcp_cancel_recv(struct peer *p, struct loom_treq *r)
 
 /* ---- headers that came, by kind ---- */
 
-int tcp_got_rts(struct loom_engine *e, int i, const struct wire *h)
+int loom_tcp_got_rts(struct loom_engine *e, int i, const struct wire *h)
 {
 	struct peer *p = PEER(e, i);
 	struct loom_treq *r = take_posted(p, h->ctx, h->tag);
@@ -211,11 +198,11 @@ int tcp_got_rts(struct loom_engine *e, int i, const struct wire *h)
 	if (sizeof *u > e->unexp_max - p->unexp_bytes) {
 		LOOM_ERR("rank %d announced more messages nobody has asked for yet than LOOM_UNEXPECTED_MAX (%zu bytes) lets one peer have waiting",
 			 i, e->unexp_max);
-		tcp_peer_lost(e, i, "too many messages announced ahead of their receives");
+		loom_tcp_peer_lost(e, i, "too many messages announced ahead of their receives");
 		return -1;
 	}
 	if (!(u = calloc(1, sizeof *u))) {
-		tcp_peer_lost(e, i, "out of memory for a rendezvous message");
+		loom_tcp_peer_lost(e, i, "out of memory for a rendezvous message");
 		return -1;
 	}
 	u->from = p;
@@ -229,12 +216,12 @@ int tcp_got_rts(struct loom_engine *e, int i, const struct wire *h)
 	return 0;
 }
 
-void tcp_got_cts(struct loom_engine *e, int i, const struct wire *h)
+void loom_tcp_got_cts(struct loom_engine *e, int i, const struct wire *h)
 {
-	struct loom_treq *r = tcp_take_rid(&PEER(e, i)->rts_wait, (uint64_t)h->aux);
+	struct loom_treq *r = take_rid(&PEER(e, i)->rts_wait, (uint64_t)h->aux);
 	if (r) {  /* else cancelled meanwhile */
 		tcp_pack(r, T_RDATA, (int64_t)r->rid);
-		tcp_enqueue_send(e, i, r);
+		loom_tcp_enqueue_send(e, i, r);
 	}
 }
 
@@ -248,14 +235,14 @@ static int keep_early(struct loom_engine *e, int i, struct peer *p, const struct
 		LOOM_ERR("rank %d sent %llu bytes nobody has asked for yet, over the %zu bytes "
 			 "LOOM_UNEXPECTED_MAX lets one peer have waiting (%zu already): out of memory for it",
 			 i, (unsigned long long)h->len, e->unexp_max, p->unexp_bytes);
-		tcp_peer_lost(e, i, "too many bytes sent ahead of their receives");
+		loom_tcp_peer_lost(e, i, "too many bytes sent ahead of their receives");
 		return -1;
 	}
 	p->ru = calloc(1, sizeof *p->ru);
 	if (p->ru)
 		p->ru->buf = malloc(h->len ? h->len : 1);
 	if (!p->ru || !p->ru->buf) {
-		tcp_peer_lost(e, i, "out of memory for an early message");
+		loom_tcp_peer_lost(e, i, "out of memory for an early message");
 		return -1;
 	}
 	p->ru->ctx = h->ctx;
@@ -268,7 +255,7 @@ static int keep_early(struct loom_engine *e, int i, struct peer *p, const struct
 	return 0;
 }
 
-int tcp_got_data(struct loom_engine *e, int i, const struct wire *h)
+int loom_tcp_got_data(struct loom_engine *e, int i, const struct wire *h)
 {
 	struct peer *p = PEER(e, i);
 	p->ru = NULL;
@@ -287,13 +274,13 @@ int tcp_got_data(struct loom_engine *e, int i, const struct wire *h)
 	return 0;
 }
 
-void tcp_got_rdata(struct loom_engine *e, int i, const struct wire *h)
+void loom_tcp_got_rdata(struct loom_engine *e, int i, const struct wire *h)
 {
 	struct peer *p = PEER(e, i);
 	p->ru = NULL;
 	/* NULL: the receive was cancelled or its length was wrong: the bytes
 	 * are read and dropped */
-	p->rt = tcp_take_rid(&p->bound, (uint64_t)h->aux);
+	p->rt = take_rid(&p->bound, (uint64_t)h->aux);
 	if (p->rt && p->rt->len != h->len) {
 		tcp_complete(p->rt, LOOM_ERR_MISMATCH);
 		p->rt = NULL;
@@ -303,7 +290,7 @@ void tcp_got_rdata(struct loom_engine *e, int i, const struct wire *h)
 	p->rstate = 1;
 }
 
-void tcp_payload_done(struct peer *p)
+void loom_tcp_payload_done(struct peer *p)
 {
 	p->rstate = 0;
 	if (p->rt)

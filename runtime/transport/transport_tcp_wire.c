@@ -1,34 +1,18 @@
-/* runtime/transport/transport_tcp_wire.c: the TCP engine's framing. A
- * peer's send queue goes out header and payload in one sendmsg where the
- * socket takes them; what comes is read header by header, each handed to
- * the handler of its kind (matching: transport_tcp_match.c; control:
- * transport_tcp.c), and its payload read straight into the posted
- * receive, into a buffer kept for a receive not posted yet, or dropped.
- * A peer gets at most BURST bytes a call each way, so one busy peer does
- * not starve the others. Every function here runs with e->lock held. */
+/* runtime/transport/transport_tcp_wire.c: the TCP engine's sending. A
+ * peer's send queue (the engine's own messages among the application's)
+ * goes out header and payload in one sendmsg where the socket takes
+ * them; the first message for a peer not connected yet begins its dial.
+ * A peer gets at most BURST bytes a call, so one busy peer does not
+ * starve the others. The reading side: transport_tcp_read.c. Every
+ * function here runs with e->lock held. */
 #include "transport/transport_tcp_internal.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-/* after a failed recv/send with peer i: 1 to retry, 0 when nothing more
- * can move now, -1 when the peer is lost */
-static int io_failed(struct loom_engine *e, int i)
-{
-	if (errno == EAGAIN || errno == EWOULDBLOCK)
-		return 0;
-	if (errno == EINTR)
-		return 1;
-	tcp_peer_lost(e, i, strerror(errno));
-	return -1;
-}
-
-/* ---- sending ---- */
-
-struct loom_treq *tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux)
+struct loom_treq *loom_tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux)
 {
 	struct loom_treq *r = calloc(1, sizeof *r);
 	if (!r)
@@ -41,13 +25,13 @@ struct loom_treq *tcp_ctl_new(int peer, uint64_t ctx, uint32_t type, int64_t aux
 	return r;
 }
 
-void tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx, uint64_t tag,
-		  uint64_t len, uint64_t rid)
+void loom_tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx,
+		       uint64_t tag, uint64_t len, uint64_t rid)
 {
 	struct loom_treq *r = calloc(1, sizeof *r);
 	struct wire h = { WIRE_MAGIC, type, ctx, tag, len, (int64_t)rid };
 	if (!r) {
-		tcp_peer_lost(e, i, "out of memory for a rendezvous message");
+		loom_tcp_peer_lost(e, i, "out of memory for a rendezvous message");
 		return;
 	}
 	r->kind = TREQ_SEND;
@@ -55,10 +39,10 @@ void tcp_send_hdr(struct loom_engine *e, int i, uint32_t type, uint64_t ctx, uin
 	r->ctx = ctx;
 	r->owned = 1;
 	memcpy(r->hdr, &h, HDR_LEN);
-	tcp_enqueue_send(e, i, r);
+	loom_tcp_enqueue_send(e, i, r);
 }
 
-void tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
+void loom_tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 {
 	struct peer *p = PEER(e, i);
 	int was_empty = p->sq == NULL;
@@ -74,21 +58,21 @@ void tcp_enqueue_send(struct loom_engine *e, int i, struct loom_treq *r)
 		p->sq = r;
 	p->sq_tail = r;
 	if (p->state == C_IDLE)
-		tcp_dial_start(e, i);
+		loom_tcp_dial_start(e, i);
 	else if (was_empty && p->state == C_UP) {
-		tcp_do_write(e, i);
+		loom_tcp_do_write(e, i);
 		if (p->sq)
-			tcp_wake_engine(e);
+			loom_tcp_wake_engine(e);
 	}
 }
 
 /* r, queued for p, is taken back: announced only, or not begun, it
  * leaves the queue; half on the wire, a copy of it finishes, keeping the
  * stream whole */
-void tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r)
+void loom_tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r)
 {
 	struct loom_treq *q, *prev = NULL;
-	if (tcp_unlink_req(&p->rts_wait, r))
+	if (loom_tcp_unlink_req(&p->rts_wait, r))
 		return;  /* announced, no byte sent: a later T_CTS finds nothing */
 	for (q = p->sq; q && q != r; prev = q, q = q->next)
 		;
@@ -107,7 +91,7 @@ void tcp_cancel_send(struct loom_engine *e, struct peer *p, struct loom_treq *r)
 		} else {
 			free(cl);
 			free(b);
-			tcp_peer_lost(e, r->peer, "out of memory while cancelling");
+			loom_tcp_peer_lost(e, r->peer, "out of memory while cancelling");
 		}
 	} else if (q) {
 		if (prev)
@@ -143,7 +127,7 @@ static void sent(struct peer *p, size_t n)
 	}
 }
 
-int tcp_do_write(struct loom_engine *e, int i)
+int loom_tcp_do_write(struct loom_engine *e, int i)
 {
 	struct peer *p = PEER(e, i);
 	size_t budget = BURST;
@@ -167,98 +151,13 @@ int tcp_do_write(struct loom_engine *e, int i)
 		m.msg_iovlen = (size_t)k;
 		n = sendmsg(p->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
-			int rc = io_failed(e, i);
+			int rc = tcp_io_failed(e, i);
 			if (rc > 0)
 				continue;
 			return rc;
 		}
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		sent(p, (size_t)n);
-	}
-	return 0;
-}
-
-/* ---- receiving ---- */
-
-/* a header came whole: to the handler of its kind; 0, or -1 when the
- * peer was lost over it */
-static int got_header(struct loom_engine *e, int i, struct peer *p)
-{
-	struct wire h;
-	memcpy(&h, p->rh, HDR_LEN);
-	if (h.magic != WIRE_MAGIC) {
-		tcp_peer_lost(e, i, "garbage on the connection");
-		return -1;
-	}
-	switch (h.type) {
-	case T_RTS:
-		return tcp_got_rts(e, i, &h);
-	case T_CTS:
-		tcp_got_cts(e, i, &h);
-		return 0;
-	case T_DATA:
-		return tcp_got_data(e, i, &h);
-	case T_RDATA:
-		tcp_got_rdata(e, i, &h);
-		return 0;
-	default:
-		tcp_control(e, i, &h);
-		return 0;
-	}
-}
-
-/* the next bytes of p's payload, at most budget: into the posted
- * receive, the kept buffer, or the scratch to be dropped */
-static ssize_t recv_payload(struct loom_engine *e, struct peer *p, size_t budget)
-{
-	char *dst;
-	size_t want = p->rleft;
-	if (p->rt)
-		dst = p->rt->buf + p->rpos;
-	else if (p->ru)
-		dst = p->ru->buf + p->rpos;
-	else {
-		dst = e->scratch;
-		if (want > sizeof e->scratch)
-			want = sizeof e->scratch;
-	}
-	if (want > budget)
-		want = budget;
-	return recv(p->fd, dst, want, 0);
-}
-
-/* read what is there from peer i; 0, or -1 when the peer went away */
-int tcp_do_read(struct loom_engine *e, int i)
-{
-	struct peer *p = PEER(e, i);
-	size_t budget = BURST;
-	while (!p->gone && budget) {
-		ssize_t n = p->rstate == 0 ? recv(p->fd, p->rh + p->rhoff, HDR_LEN - p->rhoff, 0)
-					   : recv_payload(e, p, budget);
-		if (n == 0) {
-			tcp_peer_lost(e, i, "connection closed (process exited or was killed)");
-			return -1;
-		}
-		if (n < 0) {
-			int rc = io_failed(e, i);
-			if (rc > 0)
-				continue;
-			return rc;
-		}
-		budget -= (size_t)n < budget ? (size_t)n : budget;
-		if (p->rstate == 0) {
-			p->rhoff += (size_t)n;
-			if (p->rhoff < HDR_LEN)
-				continue;
-			p->rhoff = 0;
-			if (got_header(e, i, p) < 0)
-				return -1;
-		} else {
-			p->rleft -= (size_t)n;
-			p->rpos += (size_t)n;
-		}
-		if (p->rstate == 1 && p->rleft == 0)
-			tcp_payload_done(p);
 	}
 	return 0;
 }
