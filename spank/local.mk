@@ -12,6 +12,7 @@ if BUILD_SPANK
 noinst_LTLIBRARIES += spank/libloomspank.la
 spank_libloomspank_la_SOURCES = \
 	spank/options.c spank/options.h \
+	spank/settings.c spank/settings.h \
 	spank/plugstack_config.c spank/plugstack_config.h \
 	spank/user_options.c spank/user_options.h \
 	spank/hostlist.c spank/hostlist.h \
