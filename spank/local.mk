@@ -57,7 +57,8 @@ SPANK_UNIT_TESTS = \
 	spank/test/fuzz \
 	spank/test/master_addr \
 	spank/test/option_noops \
-	spank/test/strbuf
+	spank/test/strbuf \
+	spank/test/settings
 check_PROGRAMS += $(SPANK_UNIT_TESTS)
 TESTS += $(SPANK_UNIT_TESTS)
 spank_test_plugstack_config_SOURCES = spank/test/plugstack_config.c
@@ -78,6 +79,9 @@ spank_test_master_addr_LDADD = $(SPANK_LIB) -lslurm
 spank_test_option_noops_SOURCES = spank/test/option_noops.c
 spank_test_option_noops_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_option_noops_LDADD = $(SPANK_LIB)
+spank_test_settings_SOURCES = spank/test/settings.c
+spank_test_settings_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_settings_LDADD = $(SPANK_LIB)
 spank_test_strbuf_SOURCES = spank/test/strbuf.c
 spank_test_strbuf_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_strbuf_LDADD = $(SPANK_LIB) -lslurm $(SPANK_TEST_LIBS)

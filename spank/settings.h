@@ -39,4 +39,10 @@ const char *loom_setting_default(const struct loom_setting *s);
  * lock= takes (1: the settings with an enum loom_opt_id) */
 void loom_setting_keys(int lockable, char *buf, size_t len);
 
+/* the help text of the user option of setting S ("[loom] what (default:
+ * ...)"), with the default in effect under the site's configuration CFG */
+struct loom_config;
+void loom_option_usage(const struct loom_setting *s, const struct loom_config *cfg,
+		       char *buf, size_t len);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "loom_spank.h"
+#include "settings.h"
 #include "strbuf.h"
 
 struct loom_config loom_cfg;
@@ -78,23 +79,6 @@ static int opt_cb(int id, const char *optarg, int remote)
  * Static: Slurm may keep pointers to them. */
 static struct spank_option loom_options[LOOM_OPT_NCCL_ENV + 1];
 static char loom_usage[LOOM_OPT_NCCL_ENV][512];
-
-void loom_option_usage(const struct loom_setting *s, const struct loom_config *cfg,
-		       char *buf, size_t len)
-{
-	const char *site = cfg->site_value[s->opt];
-	const char *dflt = loom_setting_default(s);
-	int locked = loom_config_locked(cfg, (enum loom_opt_id)s->opt);
-
-	if (site)
-		snprintf(buf, len, "[loom] %s (default: %s, %s by the site)", s->what, site,
-			 locked ? "set and locked" : "set");
-	else if (dflt)
-		snprintf(buf, len, "[loom] %s (default: %s%s)", s->what, dflt,
-			 locked ? ", locked by the site" : "");
-	else
-		snprintf(buf, len, "[loom] %s%s", s->what, locked ? " (locked by the site)" : "");
-}
 
 int loom_user_options_init(spank_t sp, int ac, char **av)
 {

@@ -7,7 +7,6 @@
 #include <slurm/spank.h>
 
 #include "plugstack_config.h"
-#include "settings.h"
 
 extern struct loom_config loom_cfg;     /* plugstack.conf */
 extern struct loom_opts loom_eff;       /* site defaults, then the user's options */
@@ -18,11 +17,6 @@ extern int loom_active;                 /* loom_user_options_init succeeded in t
  * user option set, and register the --loom-* options with Slurm. 0, or
  * -1 after logging the reason. */
 int loom_user_options_init(spank_t sp, int ac, char **av);
-
-/* the help text of the user option of setting S: its description and
- * the default in effect with the site's configuration CFG */
-void loom_option_usage(const struct loom_setting *s, const struct loom_config *cfg,
-		       char *buf, size_t len);
 
 /* The user sets option ID to VALUE, on the command line (VAR NULL) or
  * through the environment variable VAR: refused when the site locks the
