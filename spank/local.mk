@@ -129,3 +129,6 @@ check-spank-valgrind: spank/test/fuzz
 		--suppressions=$(top_srcdir)/spank/test/libslurm.supp spank/test/fuzz 3000
 endif
 EXTRA_DIST += spank/LAUNCH-OVERHEAD.md spank/measure-overhead.sh
+# the table of settings against the docs and srun --help
+dist_check_SCRIPTS += t/t0013-settings-agree.t
+EXTRA_DIST += t/lib/settings-agree.py
