@@ -12,6 +12,7 @@ if BUILD_SPANK
 noinst_LTLIBRARIES += spank/libloomspank.la
 spank_libloomspank_la_SOURCES = \
 	spank/options.c spank/options.h \
+	spank/settings.c spank/settings.h \
 	spank/plugstack_config.c spank/plugstack_config.h \
 	spank/user_options.c spank/user_options.h \
 	spank/hostlist.c spank/hostlist.h \
@@ -57,7 +58,8 @@ SPANK_UNIT_TESTS = \
 	spank/test/fuzz \
 	spank/test/master_addr \
 	spank/test/option_noops \
-	spank/test/strbuf
+	spank/test/strbuf \
+	spank/test/settings
 check_PROGRAMS += $(SPANK_UNIT_TESTS)
 TESTS += $(SPANK_UNIT_TESTS)
 spank_test_plugstack_config_SOURCES = spank/test/plugstack_config.c
@@ -78,6 +80,9 @@ spank_test_master_addr_LDADD = $(SPANK_LIB) -lslurm
 spank_test_option_noops_SOURCES = spank/test/option_noops.c
 spank_test_option_noops_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_option_noops_LDADD = $(SPANK_LIB)
+spank_test_settings_SOURCES = spank/test/settings.c
+spank_test_settings_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_settings_LDADD = $(SPANK_LIB)
 spank_test_strbuf_SOURCES = spank/test/strbuf.c
 spank_test_strbuf_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_strbuf_LDADD = $(SPANK_LIB) -lslurm $(SPANK_TEST_LIBS)
@@ -125,3 +130,6 @@ check-spank-valgrind: spank/test/fuzz
 		--suppressions=$(top_srcdir)/spank/test/libslurm.supp spank/test/fuzz 3000
 endif
 EXTRA_DIST += spank/LAUNCH-OVERHEAD.md spank/measure-overhead.sh
+# the table of settings against the docs and srun --help
+dist_check_SCRIPTS += t/t0013-settings-agree.t
+EXTRA_DIST += t/lib/settings-agree.py

@@ -9,30 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "settings.h"
+
 static const char *const env_mode_names[] = {
 	[LOOM_ENV_TORCH] = "torch",
 	[LOOM_ENV_MPI] = "mpi",
 	[LOOM_ENV_NONE] = "none",
-};
-
-static const char *const opt_keys[LOOM_OPT_COUNT] = {
-	[LOOM_OPT_ENV] = "env",
-	[LOOM_OPT_AFFINITY] = "affinity",
-	[LOOM_OPT_GPUS_PER_TASK] = "gpus_per_task",
-	[LOOM_OPT_CKPT] = "ckpt",
-	[LOOM_OPT_CKPT_SIGNAL] = "ckpt_signal",
-	[LOOM_OPT_CKPT_CACHE] = "ckpt_cache",
-	[LOOM_OPT_NCCL_ENV] = "nccl_env",
-};
-
-static const char *const opt_user_names[LOOM_OPT_COUNT] = {
-	[LOOM_OPT_ENV] = "loom-env",
-	[LOOM_OPT_AFFINITY] = "loom-affinity",
-	[LOOM_OPT_GPUS_PER_TASK] = "loom-gpus-per-task",
-	[LOOM_OPT_CKPT] = "loom-ckpt",
-	[LOOM_OPT_CKPT_SIGNAL] = "loom-ckpt-signal",
-	[LOOM_OPT_CKPT_CACHE] = "loom-ckpt-cache",
-	[LOOM_OPT_NCCL_ENV] = NULL,
 };
 
 void loom_opts_init(struct loom_opts *o)
@@ -42,19 +24,23 @@ void loom_opts_init(struct loom_opts *o)
 	o->affinity.mode = LOOM_AFF_NONE;
 }
 
+/* the names are in the table of settings */
 const char *loom_opt_key(enum loom_opt_id id)
 {
-	return (unsigned)id < LOOM_OPT_COUNT ? opt_keys[id] : "?";
+	const struct loom_setting *s = loom_setting_of_opt((int)id);
+	return s ? s->key : "?";
 }
 
 const char *loom_opt_user_name(enum loom_opt_id id)
 {
-	return (unsigned)id < LOOM_OPT_COUNT ? opt_user_names[id] : NULL;
+	const struct loom_setting *s = loom_setting_of_opt((int)id);
+	return s ? s->option : NULL;
 }
 
 int loom_opt_from_key(const char *s, size_t len)
 {
 	char norm[64];
+	const struct loom_setting *set;
 	if (len >= 5 && strncmp(s, "loom-", 5) == 0) {
 		s += 5;
 		len -= 5;
@@ -63,11 +49,8 @@ int loom_opt_from_key(const char *s, size_t len)
 		return -1;
 	for (size_t i = 0; i < len; i++)
 		norm[i] = s[i] == '-' ? '_' : s[i];
-	norm[len] = '\0';
-	for (int i = 0; i < LOOM_OPT_COUNT; i++)
-		if (strcmp(norm, opt_keys[i]) == 0)
-			return i;
-	return -1;
+	set = loom_setting_find(norm, len);
+	return set ? set->opt : -1;
 }
 
 int loom_env_mode_from_string(const char *s)

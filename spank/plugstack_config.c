@@ -5,13 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define KNOWN "env, affinity, gpus_per_task, ckpt, ckpt_signal, ckpt_cache, master_port_base, " \
-	"master_port_range, nccl_env, lock, topology_root, nvml_library, flight_dir, " \
-	"flight_local_base, topology_cache"
-/* what lock= takes: the keys of enum loom_opt_id */
-#define LOCKABLE "env, affinity, gpus_per_task, ckpt, ckpt_signal, ckpt_cache, nccl_env"
+#include "settings.h"
 
-/* A site key: its parser, and for a path key the char array in struct
+/* A site key's parser (the key itself is in settings.c), and for a path key the char array in struct
  * loom_config that its value goes into and what it may hold. */
 enum path_rule { ANY_PATH, ABSOLUTE, ABSOLUTE_OR_NONE };
 struct site_key {
@@ -95,14 +91,16 @@ static int parse_lock(struct loom_config *cfg, const struct site_key *k, const c
 		      const char *label, char *err, size_t errlen)
 {
 	const char *p = val;
+	char lockable[256];
+	loom_setting_keys(1, lockable, sizeof lockable);
 	while (*p) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		int id = loom_opt_from_key(p, len);
 		if (id < 0) {
 			snprintf(err, errlen,
-				 "plugstack argument lock='%s': '%.*s' is not one of " LOCKABLE,
-				 val, (int)(len > 64 ? 64 : len), p);
+				 "plugstack argument lock='%s': '%.*s' is not one of %s",
+				 val, (int)(len > 64 ? 64 : len), p, lockable);
 			return -1;
 		}
 		cfg->locked |= 1u << id;
@@ -112,7 +110,7 @@ static int parse_lock(struct loom_config *cfg, const struct site_key *k, const c
 	}
 	if (!*val) {
 		snprintf(err, errlen,
-			 "plugstack argument lock='' is empty: list options among " LOCKABLE);
+			 "plugstack argument lock='' is empty: list options among %s", lockable);
 		return -1;
 	}
 	return 0;
@@ -160,7 +158,7 @@ static int parse_path(struct loom_config *cfg, const struct site_key *k, const c
 	return 0;
 }
 
-/* The site's own keys. The user options' keys (loom_opt_key) are not
+/* The parsers of the site's own keys. The user options' keys are not
  * here: they set cfg->defaults through loom_opt_parse. */
 static const struct site_key site_keys[] = {
 #define PATH_KEY(field, r) \
@@ -178,32 +176,52 @@ static const struct site_key site_keys[] = {
 #undef PATH_KEY
 };
 
-static int key_is(const char *arg, size_t klen, const char *key)
+static const struct site_key *site_key(const char *key)
 {
-	return strlen(key) == klen && strncmp(arg, key, klen) == 0;
+	for (size_t i = 0; i < sizeof site_keys / sizeof site_keys[0]; i++)
+		if (strcmp(site_keys[i].key, key) == 0)
+			return &site_keys[i];
+	return NULL;
 }
 
-/* one key=value: a site key, or a user option's default */
+/* setting S = VAL: a site key, or a user option's default */
+static int parse_setting(struct loom_config *cfg, const struct loom_setting *s, const char *val,
+			 char *err, size_t errlen)
+{
+	const struct site_key *k;
+	char label[96];
+
+	snprintf(label, sizeof label, "plugstack argument %s", s->key);
+	if (s->option)
+		return loom_opt_parse((enum loom_opt_id)s->opt, val, &cfg->defaults, label, err, errlen);
+	k = site_key(s->key);
+	if (!k) {       /* a setting without a parser: spank/test/settings catches it */
+		snprintf(err, errlen, "plugstack argument %s: not handled", s->key);
+		return -1;
+	}
+	return k->parse(cfg, k, val, label, err, errlen);
+}
+
 static int parse_arg(struct loom_config *cfg, const char *arg, char *err, size_t errlen)
 {
 	const char *eq = strchr(arg, '=');
-	char label[96];
+	const struct loom_setting *s;
+	char known[512];
 
 	if (!eq) {
 		snprintf(err, errlen, "plugstack argument '%s' is not key=value", arg);
 		return -1;
 	}
 	size_t klen = (size_t)(eq - arg);
-	const char *val = eq + 1;
-	snprintf(label, sizeof label, "plugstack argument %.*s", (int)(klen > 40 ? 40 : klen), arg);
-	for (size_t i = 0; i < sizeof site_keys / sizeof site_keys[0]; i++)
-		if (key_is(arg, klen, site_keys[i].key))
-			return site_keys[i].parse(cfg, &site_keys[i], val, label, err, errlen);
-	for (int id = 0; id < LOOM_OPT_NCCL_ENV; id++)
-		if (key_is(arg, klen, loom_opt_key(id)))
-			return loom_opt_parse(id, val, &cfg->defaults, label, err, errlen);
-	snprintf(err, errlen, "unknown plugstack argument '%.*s' (known: " KNOWN ")",
-		 (int)(klen > 64 ? 64 : klen), arg);
+	s = loom_setting_find(arg, klen);
+	if (s) {
+		if (s->option)
+			cfg->site_value[s->opt] = eq + 1;
+		return parse_setting(cfg, s, eq + 1, err, errlen);
+	}
+	loom_setting_keys(0, known, sizeof known);
+	snprintf(err, errlen, "unknown plugstack argument '%.*s' (known: %s)",
+		 (int)(klen > 64 ? 64 : klen), arg, known);
 	return -1;
 }
 
@@ -212,13 +230,11 @@ int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 {
 	memset(cfg, 0, sizeof *cfg);
 	loom_opts_init(&cfg->defaults);
-	cfg->env_mode = LOOM_ENV_TORCH;
-	cfg->master_port_base = LOOM_PORT_BASE_DEFAULT;
-	cfg->master_port_range = LOOM_PORT_RANGE_DEFAULT;
-	strcpy(cfg->topology_root, "/");
-	strcpy(cfg->topology_cache, "/var/lib/loom/topology.xml");
-	strcpy(cfg->nvml_library, "libnvidia-ml.so.1");
-	strcpy(cfg->flight_local_base, "/var/tmp");
+	/* the defaults are the table's, parsed as if the site gave them */
+	for (size_t i = 0; i < loom_n_settings; i++)
+		if (loom_settings[i].dflt &&
+		    parse_setting(cfg, &loom_settings[i], loom_settings[i].dflt, err, errlen) < 0)
+			return -1;
 
 	for (int i = 0; i < argc; i++)
 		if (parse_arg(cfg, argv[i], err, errlen) < 0)

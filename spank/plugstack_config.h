@@ -9,8 +9,6 @@
 #define LOOM_NCCL_ENV_MAX 32
 #define LOOM_ENV_NAME_MAX 64
 #define LOOM_ENV_VALUE_MAX 256
-#define LOOM_PORT_BASE_DEFAULT 29500
-#define LOOM_PORT_RANGE_DEFAULT 1000
 
 struct loom_kv {
 	char key[LOOM_ENV_NAME_MAX];
@@ -21,6 +19,9 @@ struct loom_config {
 	enum loom_env_mode env_mode;    /* default for --loom-env (= defaults.env) */
 	struct loom_opts defaults;      /* defaults for every user option */
 	unsigned locked;                /* bit (1u << enum loom_opt_id) */
+	/* the value the site gave each user option, NULL when none: points
+	 * into the argv parsed, for the help texts built while it lives */
+	const char *site_value[LOOM_OPT_COUNT];
 	int master_port_base;           /* MASTER_PORT in [base, base + range) */
 	int master_port_range;
 	int n_nccl_env;
@@ -35,7 +36,8 @@ struct loom_config {
 	char flight_local_base[1024];   /* default /var/tmp */
 };
 
-/* Fill cfg from plugstack arguments (key=value). On a bad argument returns
+/* Fill cfg from the defaults in settings.c, then from plugstack
+ * arguments (key=value; the keys are those of settings.c). On a bad argument returns
  * -1 and writes a one-line message naming it into err. */
 int loom_config_parse(struct loom_config *cfg, int argc, char **argv,
 		      char *err, size_t errlen);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "loom_spank.h"
+#include "settings.h"
 #include "strbuf.h"
 
 struct loom_config loom_cfg;
@@ -73,27 +74,11 @@ static int opt_cb(int id, const char *optarg, int remote)
 	return loom_user_option_set((enum loom_opt_id)id, optarg, NULL);
 }
 
-static struct spank_option loom_options[] = {
-	{ "loom-env", "torch|mpi|none",
-	  "[loom] launch environment to write for each task (default: torch)",
-	  1, LOOM_OPT_ENV, opt_cb },
-	{ "loom-affinity", "closest|none|map:<gpus per task>|verbose[,closest]",
-	  "[loom] bind each task to GPUs, nearby CPUs and NIC (verbose: print the binding)",
-	  1, LOOM_OPT_AFFINITY, opt_cb },
-	{ "loom-gpus-per-task", "N",
-	  "[loom] GPUs per task for --loom-affinity (default: the node's GPUs split evenly)",
-	  1, LOOM_OPT_GPUS_PER_TASK, opt_cb },
-	{ "loom-ckpt", "DIR",
-	  "[loom] checkpoint directory (exported as LOOM_CKPT_DIR)",
-	  1, LOOM_OPT_CKPT, opt_cb },
-	{ "loom-ckpt-signal", "SIG[@SECONDS|@auto]",
-	  "[loom] checkpoint signal and seconds before the time limit (default @60; @auto: from the measured save time)",
-	  1, LOOM_OPT_CKPT_SIGNAL, opt_cb },
-	{ "loom-ckpt-cache", "DIR",
-	  "[loom] node-local checkpoint cache in front of --loom-ckpt (%n: node name; exported as LOOM_CKPT_CACHE)",
-	  1, LOOM_OPT_CKPT_CACHE, opt_cb },
-	SPANK_OPTIONS_TABLE_END
-};
+/* The --loom-* options, built from the table of settings at load time:
+ * the help that srun --help prints says the site's effective default.
+ * Static: Slurm may keep pointers to them. */
+static struct spank_option loom_options[LOOM_OPT_NCCL_ENV + 1];
+static char loom_usage[LOOM_OPT_NCCL_ENV][512];
 
 int loom_user_options_init(spank_t sp, int ac, char **av)
 {
@@ -107,7 +92,12 @@ int loom_user_options_init(spank_t sp, int ac, char **av)
 	loom_eff = loom_cfg.defaults;
 	loom_user_set = 0;
 	loom_active = 1;
-	for (struct spank_option *o = loom_options; o->name; o++) {
+	for (int id = 0; id < LOOM_OPT_NCCL_ENV; id++) {
+		const struct loom_setting *s = loom_setting_of_opt(id);
+		struct spank_option *o = &loom_options[id];
+		loom_option_usage(s, &loom_cfg, loom_usage[id], sizeof loom_usage[id]);
+		*o = (struct spank_option){ (char *)s->option, (char *)s->syntax, loom_usage[id],
+					    1, id, opt_cb };
 		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
 			slurm_error(LOOM_PREFIX "cannot register option --%s", o->name);
 			return -1;
