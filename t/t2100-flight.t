@@ -42,13 +42,24 @@ test_expect_success 'loom-doctor --json gives the same verdict, machine-readable
 	PY
 '
 
-test_expect_success 'loom-doctor --job collects the records from the nodes of the running job (srun --overlap)' '
+test_expect_success 'loom-doctor --job collects the records from the nodes of the running job (srun --overlap), also as JSON' '
 	j=$(squeue -h -o %i -n fl-hang) && test -n "$j" &&
 	f=$(cat "$TEST_TMP/fdir") &&
 	LOOM_FLIGHT_DIR=$f timeout 120 "$DOC" --job "$j" >"$TEST_TMP/jdoc" 2>&1 && rc=0 || rc=$? &&
 	cat "$TEST_TMP/jdoc" &&
 	test $rc -eq 1 &&
-	grep -Eq "$HANG" "$TEST_TMP/jdoc"
+	grep -Eq "$HANG" "$TEST_TMP/jdoc" &&
+	{ LOOM_FLIGHT_DIR=$f timeout 120 "$DOC" --json --job "$j" >"$TEST_TMP/jjson" || :; } &&
+	python3 - "$TEST_TMP/jjson" <<-\PY
+	import json, sys
+	j = json.load(open(sys.argv[1]))
+	r = j["report"]
+	# the nodes of the cluster share this host, and so the directory: each
+	# node sends the 4 records
+	assert j["errors"] == [] and r["records"] >= 4 and r["records"] % 4 == 0, j
+	assert r["stuck"] is True, j
+	assert r["verdict"].startswith("world: ranks 0,1,3 wait in allreduce #7 "), r["verdict"]
+	PY
 '
 
 test_expect_success 'after kill -9 of the step the records give the same verdict' '

@@ -176,12 +176,26 @@ int loom_flight_read_dir(const char *dir, struct loom_flight_rec **recs, char *e
 			 struct loom_flight_budget *budget);
 
 /* ---- the analysis (flight_verdict.c) ---- */
-/* Findings, one line each, and the verdict, as text (json 0) or one JSON
- * object (json 1), into f. now: epoch seconds. Returns 1 when something
- * is stuck, 0 when not. */
-int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now, int json);
-/* s as a JSON string (quotes, backslashes and control bytes escaped) */
-void loom_flight_json_str(FILE *f, const char *s);
+/* What the analysis finds, handed out as it goes (loom-doctor --json
+ * builds its document from these; libloom itself writes no JSON) */
+struct loom_flight_sink {
+	/* one finding: type is "waiting", "behind", "missing" or "mismatch" */
+	void (*finding)(void *arg, const char *comm, const char *job, const char *step,
+			const char *type, const char *text);
+	/* one communicator, after the findings: its members' world ranks */
+	void (*comm)(void *arg, const char *comm, const char *name, int size,
+		     uint64_t last_posted, int stuck, const int *world_ranks, int n);
+};
+/* The findings of the records into sink, the verdict into verdict (size
+ * vlen), the communicator slots left out (beyond LOOM_FLIGHT_MAX_MEMBERS)
+ * into *skipped. now: epoch seconds. Returns 1 when something is stuck,
+ * 0 when not, -1 out of memory. */
+#define LOOM_FLIGHT_MAX_MEMBERS ((size_t)1 << 21)
+int loom_flight_analyse(struct loom_flight_rec *recs, int n, double now,
+			const struct loom_flight_sink *sink, void *arg, char *verdict, size_t vlen,
+			int *skipped);
+/* The same as text into f: one line a finding, then the verdict. */
+int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now);
 /* The verdict alone, for a log line (buf gets "" when there is none). */
 void loom_flight_verdict(char *buf, size_t len);
 /* log that verdict as an error line, when there is one (after a timeout

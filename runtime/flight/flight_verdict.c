@@ -54,30 +54,6 @@ static void ranges(char *b, size_t len, const int *v, int n)
 	}
 }
 
-void loom_flight_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch > 0x7e)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
-static void json_ints(FILE *f, const int *v, int n)
-{
-	int i;
-	fputc('[', f);
-	for (i = 0; i < n; i++)
-		fprintf(f, "%s%d", i ? "," : "", v[i]);
-	fputc(']', f);
-}
-
 static const struct loom_flight_op *op_at(const struct member *m, uint64_t seq)
 {
 	return loom_flight_op_at(m->r, m->s, seq);
@@ -103,7 +79,7 @@ static int same_step(const struct loom_flight_rec *a, const char *job, const cha
 /* Members of all communicators together, at most: a record names any
  * size up to LOOM_FLIGHT_MAX_RANKS, and each communicator costs an entry
  * per rank (memory, and a pass per finding) */
-#define MAX_MEMBERS ((size_t)1 << 21)
+#define MAX_MEMBERS LOOM_FLIGHT_MAX_MEMBERS
 
 /* the communicators of all records, each with its members by rank; those
  * past MAX_MEMBERS counted in *skipped */
@@ -263,27 +239,15 @@ static void kind_text(char *b, size_t len, int key)
 }
 
 struct out {
-	FILE *f;
-	int json, nfind;
+	const struct loom_flight_sink *sink;
+	void *arg;
 	double now;
 };
 
 static void finding(struct out *o, const struct comm *c, const char *type, const char *text)
 {
-	if (o->json) {
-		fprintf(o->f, "%s{\"comm\":", o->nfind ? "," : "");
-		loom_flight_json_str(o->f, c->label);
-		fprintf(o->f, ",\"job\":");
-		loom_flight_json_str(o->f, c->job);
-		fprintf(o->f, ",\"step\":");
-		loom_flight_json_str(o->f, c->step);
-		fprintf(o->f, ",\"type\":\"%s\",\"text\":", type);
-		loom_flight_json_str(o->f, text);
-		fprintf(o->f, "}");
-	} else {
-		fprintf(o->f, "%s: %s\n", c->label, text);
-	}
-	o->nfind++;
+	if (o->sink && o->sink->finding)
+		o->sink->finding(o->arg, c->label, c->job, c->step, type, text);
 }
 
 /* this communicator's findings; its verdict into v */
@@ -370,13 +334,16 @@ static void analyse(struct out *o, struct comm *c, int *tmp, int *tmp2, char *v,
 	}
 }
 
-int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now, int json)
+int loom_flight_analyse(struct loom_flight_rec *recs, int n, double now,
+			const struct loom_flight_sink *sink, void *arg, char *best, size_t blen,
+			int *skipped)
 {
-	struct out o = { f, json, 0, now };
+	struct out o = { sink, arg, now };
 	struct comm *cv;
-	char v[1200], best[1200] = "";
-	int skipped, nco = gather(recs, n, &cv, &skipped), i, maxsize = 1, stuck = 0, *tmp, *tmp2;
+	char v[1200];
+	int nco = gather(recs, n, &cv, skipped), i, maxsize = 1, stuck = 0, *tmp, *tmp2;
 	double worst = -1;
+	best[0] = 0;
 	if (nco < 0)
 		return -1;
 	for (i = 0; i < nco; i++)
@@ -384,54 +351,54 @@ int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now,
 			maxsize = cv[i].key->size;
 	tmp = calloc((size_t)maxsize, sizeof *tmp);
 	tmp2 = calloc((size_t)maxsize, sizeof *tmp2);
-	if (json)
-		fprintf(f, "{\"records\":%d,\"findings\":[", n);
 	for (i = 0; tmp && tmp2 && i < nco; i++) {
 		label(&cv[i], tmp);
 		analyse(&o, &cv[i], tmp, tmp2, v, sizeof v);
 		/* the verdict: the stuck communicator that has waited longest */
 		if (cv[i].stuck && cv[i].waited > worst) {
 			worst = cv[i].waited;
-			snprintf(best, sizeof best, "%s", v);
+			snprintf(best, blen, "%s", v);
 		}
 		stuck |= cv[i].stuck;
 	}
 	if (!stuck)
-		snprintf(best, sizeof best, n ? "no hang: on every communicator the ranks recorded "
+		snprintf(best, blen, n ? "no hang: on every communicator the ranks recorded "
 			 "are at the same operation" : "no flight records");
-	if (json) {
-		fprintf(f, "],\"communicators\":[");
-		for (i = 0; i < nco; i++) {
-			int k, nr = 0;
-			for (k = 0; k < cv[i].key->size; k++)
-				if (cv[i].m[k].r)
-					tmp[nr++] = cv[i].m[k].r->h.rank;
-			fprintf(f, "%s{\"comm\":", i ? "," : "");
-			loom_flight_json_str(f, cv[i].label);
-			fprintf(f, ",\"name\":");
-			loom_flight_json_str(f, cv[i].key->name);
-			fprintf(f, ",\"size\":%d,\"last_posted\":%llu,\"stuck\":%s,\"world_ranks\":",
-				cv[i].key->size, (unsigned long long)cv[i].maxp,
-				cv[i].stuck ? "true" : "false");
-			json_ints(f, tmp, nr);
-			fprintf(f, "}");
-		}
-		fprintf(f, "],\"skipped_slots\":%d,\"stuck\":%s,\"verdict\":", skipped,
-			stuck ? "true" : "false");
-		loom_flight_json_str(f, best);
-		fprintf(f, "}\n");
-	} else {
-		if (skipped)
-			fprintf(f, "skipped %d communicator slots beyond the limit of %zu ranks over all "
-				"communicators\n",
-				skipped, MAX_MEMBERS);
-		fprintf(f, "verdict: %s\n", best);
+	for (i = 0; sink && sink->comm && tmp && i < nco; i++) {
+		int k, nr = 0;
+		for (k = 0; k < cv[i].key->size; k++)
+			if (cv[i].m[k].r)
+				tmp[nr++] = cv[i].m[k].r->h.rank;
+		sink->comm(arg, cv[i].label, cv[i].key->name, cv[i].key->size, cv[i].maxp,
+			   cv[i].stuck, tmp, nr);
 	}
 	for (i = 0; i < nco; i++)
 		free(cv[i].m);
 	free(cv);
 	free(tmp);
 	free(tmp2);
+	return stuck;
+}
+
+static void text_finding(void *arg, const char *comm, const char *job, const char *step,
+			 const char *type, const char *text)
+{
+	fprintf(arg, "%s: %s\n", comm, text);
+}
+
+int loom_flight_report(FILE *f, struct loom_flight_rec *recs, int n, double now)
+{
+	static const struct loom_flight_sink text = { text_finding, NULL };
+	char best[1200];
+	int skipped, stuck = loom_flight_analyse(recs, n, now, &text, f, best, sizeof best,
+						 &skipped);
+	if (stuck < 0)
+		return -1;
+	if (skipped)
+		fprintf(f, "skipped %d communicator slots beyond the limit of %zu ranks over all "
+			"communicators\n",
+			skipped, MAX_MEMBERS);
+	fprintf(f, "verdict: %s\n", best);
 	return stuck;
 }
 
@@ -454,7 +421,7 @@ void loom_flight_verdict(char *buf, size_t len)
 	if (!d || (n = loom_flight_read_dir(d, &recs, err, sizeof err, NULL, NULL, NULL)) < 0)
 		return;
 	if ((f = open_memstream(&line, &sz))) {
-		loom_flight_report(f, recs, n, epoch_now(), 0);
+		loom_flight_report(f, recs, n, epoch_now());
 		fclose(f);
 		/* the last line is the verdict */
 		if (line && sz) {

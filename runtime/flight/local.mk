@@ -4,8 +4,10 @@ runtime_libloom_core_la_SOURCES += runtime/flight/flight.h runtime/flight/flight
 	runtime/flight/flight_read.c runtime/flight/flight_verdict.c
 # loom-doctor: reads the records (internals: links the convenience library)
 bin_PROGRAMS += runtime/tools/loom-doctor
-runtime_tools_loom_doctor_SOURCES = runtime/tools/loom_doctor.c
-runtime_tools_loom_doctor_LDADD = runtime/libloom_core.la
+runtime_tools_loom_doctor_SOURCES = runtime/tools/loom_doctor.c runtime/tools/doctor.h \
+	runtime/tools/doctor_json.c runtime/tools/doctor_job.c runtime/tools/doctor_dump.c
+runtime_tools_loom_doctor_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+runtime_tools_loom_doctor_LDADD = runtime/libloom_core.la $(JANSSON_LIBS)
 
 # cluster tests: hangs the doctor must name
 check_PROGRAMS += t/runtime/flight-hang
