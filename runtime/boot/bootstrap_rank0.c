@@ -169,8 +169,12 @@ int loom_rv_rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_
 		  z.npeers - z.leaders, nown, loom_now() - t0);
 	rc = rank0_answer(&z);
 out:
-	for (i = 0; i < z.npeers; i++)
+	for (i = 0; i < z.npeers; i++) {
+		/* they would take a silent close for a flood, and dial again */
+		if (rc)
+			loom_hs_refuse(z.peers[i].fd, 1);
 		close(z.peers[i].fd);
+	}
 	free(z.peers);
 	loom_rv_table_free(&z.t);
 	return rc;

@@ -21,9 +21,12 @@
 #define LOOM_HS_TREE 4u         /* the env rendezvous' table, from a parent in its fan-out */
 #define LOOM_HS_FORGED 1        /* loom_hs_read_reply: the server lacks the key */
 #define LOOM_HS_DECLINE 2       /* on_peer: a real peer, closed without a word (a race's loser) */
-#define LOOM_HS_PENDING 64      /* connections an acceptor keeps in their hello at once */
+#define LOOM_HS_PENDING 128     /* connections an acceptor keeps in their hello at once */
 #define LOOM_HS_NOT_OURS 3      /* loom_hs_dial, AF_UNIX: another user's process holds the name */
-#define LOOM_HS_GAVE_UP 4       /* loom_hs_dial: the server failed and says so (loom_hs_give_up) */
+#define LOOM_HS_GAVE_UP 4       /* loom_hs_dial, loom_hs_read_reply: the server failed and says so */
+#define LOOM_HS_REFUSED 5       /* loom_hs_read_reply: the server says our hello failed its check */
+#define LOOM_HS_CLOSED 6        /* loom_hs_hello, loom_hs_read_reply: closed before a reply, without
+				 * a word (evicted under a flood, the server restarting): dial again */
 struct loom_hs_peer {
 	int fd, rank, size;
 	uint32_t ip;                    /* network order */
@@ -64,6 +67,9 @@ int loom_hs_acceptor_step(struct loom_hs_acceptor *a, int lfd, int listen_ready,
  * replies), else NULL */
 int loom_hs_reply(const uint8_t *key, const struct loom_hs_peer *p, const void *reply, size_t rlen,
 		  const uint8_t *digest, double deadline);
+/* in a reply's place: "your hello failed its check" (gave_up 0, which
+ * ends the client's rendezvous) or "this side failed" (1); -1 unsent */
+int loom_hs_refuse(int fd, int gave_up);
 /* client: connect (retrying until deadline) and read the challenge; send
  * the hello; read and check the reply. AF_INET or AF_UNIX; on AF_UNIX a
  * listener of another user is LOOM_HS_NOT_OURS; p->local_pid/uid name the

@@ -8,13 +8,26 @@
  *   server, once it takes the peer:
  *                       HMAC(key, "lrep" challenge_s challenge_c rank
  *                       SHA-256(reply)) reply[rlen]
+ *   or, in the reply's place, when it will not take the peer:
+ *                       magic "RFSD"|"GAVE" zero[24]               (32 bytes)
  *
  * Both sides prove that they hold the job key; the key never travels, and
  * fresh challenges make a recorded exchange useless. Lengths are fixed by
- * the kind and known to both sides, never taken from the wire. The server
- * keeps up to HS_PENDING connections in flight at once, each with its own
- * short deadline, so idle or garbage connections neither block the job's
- * ranks nor take their place; a failed hello is logged and dropped.
+ * the kind and known to both sides, never taken from the wire. The last
+ * frame says "your hello failed its check" (RFSD) or "this side failed"
+ * (GAVE): it tells the client nothing it did not know, and lets it tell
+ * a refusal, which ends its rendezvous at once, from a connection closed
+ * without a word (evicted under a flood, the server restarting), which it
+ * dials again until its deadline.
+ *
+ * The server keeps up to HS_PENDING connections in flight at once, each
+ * with its own short deadline; a failed hello is logged and dropped. When
+ * all are taken, a newcomer may replace only a connection that sent no
+ * byte within HS_GRACE of its challenge (a real rank answers within a
+ * round trip), or whose hello stalled half-way for HS_STALL (a real hello
+ * is one write); else the newcomer is refused: it gets a challenge and is
+ * closed at once, which its dialer reads as "closed before a reply" and
+ * dials again. So strangers can slow the job's ranks, never evict one.
  * The acceptor is an object that a poll loop drives (the engine keeps one
  * for the job's life; loom_hs_accept loops it until enough peers came),
  * and the client has a non-blocking form for the engine too. */
@@ -34,14 +47,28 @@
 #include <unistd.h>
 
 #define HS_MAGIC 0x4c4d4832u   /* "LMH2" */
-#define HS_GAVE_UP 0x47415645u /* a challenge's kind: "GAVE", the server failed */
+#define HS_GAVE_UP 0x47415645u /* a challenge's or a refusal's kind: "GAVE", the server failed */
+#define HS_REFUSED 0x52465344u /* a refusal's kind: "RFSD", the hello failed its check */
 #define HS_PENDING LOOM_HS_PENDING
 #define HS_PER_CONN 5.0        /* seconds a connection may take for its hello */
+/* A connection that sent nothing this long after its challenge may give
+ * its place to a newcomer: a real rank answers within a round trip, tens
+ * of ms on a loaded host; longer costs a flood's victims more redials
+ * (HS_PENDING places free up per HS_GRACE), shorter evicts slow ranks. */
+#define HS_GRACE 0.1
+#define HS_STALL 1.0           /* a hello begun and unfinished this long is no rank's */
+#define HS_ACCEPTS (2 * HS_PENDING)  /* accepts per step: pending hellos are read in between */
 #define HS_LOGGED 8            /* refusals logged one by one, then counted */
 
 struct hs_challenge {
 	uint32_t magic, kind;
 	uint8_t ch[LOOM_HS_CH];
+};
+
+/* in the reply's place: the server will not take this hello */
+struct hs_refusal {
+	uint32_t magic, kind;
+	uint8_t zero[LOOM_MAC_LEN - 8];
 };
 
 struct hs_hello {
@@ -142,7 +169,8 @@ int loom_fd_read_all(int fd, void *buf, size_t len, double deadline)
 
 struct pending {
 	int fd;
-	double until;
+	double since, until;    /* its challenge went; its deadline */
+	double first;           /* its hello's first byte came */
 	uint32_t ip;
 	uint16_t port;
 	int local_pid;          /* AF_UNIX: the peer's pid (SO_PEERCRED), else 0 */
@@ -170,18 +198,85 @@ static void peer_name(const struct pending *p, char *out, size_t len)
 	snprintf(out, len, "%s:%u", addr, p->port);
 }
 
-static void refuse(struct loom_hs_acceptor *a, int i, const char *why)
+static void count_refusal(struct loom_hs_acceptor *a, const char *who, const char *why)
 {
-	struct pending *p = &a->p[i];
-	char who[48];
-	peer_name(p, who, sizeof who);
 	if (a->refused < HS_LOGGED)
 		LOOM_WARN("bootstrap: %s: refused a connection from %s: %s", a->cfg->what, who, why);
 	else if (a->refused == HS_LOGGED)
 		LOOM_WARN("bootstrap: %s: more connections refused; not logging each", a->cfg->what);
 	a->refused++;
+}
+
+static void refuse(struct loom_hs_acceptor *a, int i, const char *why)
+{
+	struct pending *p = &a->p[i];
+	char who[48];
+	peer_name(p, who, sizeof who);
+	count_refusal(a, who, why);
 	close(p->fd);
 	a->p[i] = a->p[--a->n];
+}
+
+int loom_hs_refuse(int fd, int gave_up)
+{
+	struct hs_refusal r;
+	memset(&r, 0, sizeof r);
+	r.magic = HS_MAGIC;
+	r.kind = gave_up ? HS_GAVE_UP : HS_REFUSED;
+	/* 32 bytes after a hello that waits for them: the buffer has room */
+	return send(fd, &r, sizeof r, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof r ? 0 : -1;
+}
+
+/* the bytes already there for a pending connection: -1 closed, else how many */
+static ssize_t drain(struct loom_hs_acceptor *a, struct pending *p)
+{
+	size_t msg = sizeof(struct hs_hello) + a->cfg->plen + LOOM_MAC_LEN;
+	ssize_t r = recv(p->fd, p->buf + p->got, msg - p->got, MSG_DONTWAIT);
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR && errno != EWOULDBLOCK))
+		return -1;
+	if (r < 0)
+		return 0;
+	if (!p->got)
+		p->first = loom_now();
+	p->got += (size_t)r;
+	return r;
+}
+
+/* The acceptor is full: free a place for a newcomer if one may go (the
+ * oldest silent past HS_GRACE, else the oldest hello stalled past
+ * HS_STALL); 0 if none may, and the newcomer is refused. A connection
+ * whose bytes wait unread is not silent: its bytes are read first. */
+static int make_room(struct loom_hs_acceptor *a, double now)
+{
+	size_t msg = sizeof(struct hs_hello) + a->cfg->plen + LOOM_MAC_LEN;
+	for (;;) {
+		int i, silent = -1, stalled = -1;
+		for (i = 0; i < a->n; i++) {
+			const struct pending *p = &a->p[i];
+			if (!p->got && now - p->since > HS_GRACE &&
+			    (silent < 0 || p->since < a->p[silent].since))
+				silent = i;
+			if (p->got && p->got < msg && now - p->first > HS_STALL &&
+			    (stalled < 0 || p->first < a->p[stalled].first))
+				stalled = i;
+		}
+		if (silent >= 0) {
+			ssize_t r = drain(a, &a->p[silent]);
+			if (r < 0) {
+				refuse(a, silent, "closed before its hello");
+				return 1;
+			}
+			if (r > 0)
+				continue;  /* it spoke after all: judged on the next step */
+			refuse(a, silent, "it sent nothing while others waited for its place");
+			return 1;
+		}
+		if (stalled >= 0) {
+			refuse(a, stalled, "its hello stalled half-way while others waited for its place");
+			return 1;
+		}
+		return 0;
+	}
 }
 
 /* AF_UNIX: only this user's processes may take part (the name of an
@@ -212,14 +307,25 @@ static void admit(struct loom_hs_acceptor *a, int fd, const struct sockaddr_stor
 			return;
 		}
 	}
-	if (a->n == HS_PENDING) {
-		/* full of connections that sent nothing yet: the oldest goes;
-		 * a real rank's hello follows its connect at once */
-		int oldest = 0, i;
-		for (i = 1; i < a->n; i++)
-			if (a->p[i].until < a->p[oldest].until)
-				oldest = i;
-		refuse(a, oldest, "too many connections in their hello at once");
+	c.magic = HS_MAGIC;
+	c.kind = a->cfg->kind;
+	if (a->n == HS_PENDING && !make_room(a, loom_now())) {
+		/* a challenge, then closed: its dialer reads "closed before a
+		 * reply" and dials again; the places stay with the hellos */
+		char who[48];
+		struct pending nc;
+		memset(&nc, 0, offsetof(struct pending, buf));
+		nc.local_pid = local_pid;
+		if (from->ss_family == AF_INET) {
+			nc.ip = ((const struct sockaddr_in *)from)->sin_addr.s_addr;
+			nc.port = ntohs(((const struct sockaddr_in *)from)->sin_port);
+		}
+		peer_name(&nc, who, sizeof who);
+		count_refusal(a, who, "too many connections in their hello at once; it may dial again");
+		memset(c.ch, 0, sizeof c.ch);
+		send(fd, &c, sizeof c, MSG_DONTWAIT | MSG_NOSIGNAL);
+		close(fd);
+		return;
 	}
 	p = &a->p[a->n];
 	memset(p, 0, offsetof(struct pending, buf));
@@ -230,9 +336,8 @@ static void admit(struct loom_hs_acceptor *a, int fd, const struct sockaddr_stor
 		p->ip = in->sin_addr.s_addr;
 		p->port = ntohs(in->sin_port);
 	}
-	p->until = loom_now() + HS_PER_CONN;
-	c.magic = HS_MAGIC;
-	c.kind = a->cfg->kind;
+	p->since = loom_now();
+	p->until = p->since + HS_PER_CONN;
 	if (loom_random_bytes(p->ch, sizeof p->ch)) {
 		close(fd);
 		return;
@@ -253,6 +358,7 @@ static int refuse_hello(struct loom_hs_acceptor *a, int i, const char *why)
 {
 	char who[48];
 	if (!a->cfg->strict) {
+		loom_hs_refuse(a->p[i].fd, 0);  /* the client knows what it sent */
 		refuse(a, i, why);
 		return 0;
 	}
@@ -328,6 +434,7 @@ void loom_hs_acceptor_free(struct loom_hs_acceptor *a)
 
 int loom_hs_acceptor_poll(struct loom_hs_acceptor *a, struct pollfd *pf, double *wake)
 {
+	size_t msg = sizeof(struct hs_hello) + a->cfg->plen + LOOM_MAC_LEN;
 	int i;
 	for (i = 0; i < a->n; i++) {
 		pf[i].fd = a->p[i].fd;
@@ -335,6 +442,8 @@ int loom_hs_acceptor_poll(struct loom_hs_acceptor *a, struct pollfd *pf, double 
 		pf[i].revents = 0;
 		if (a->p[i].until < *wake)
 			*wake = a->p[i].until;
+		if (a->p[i].got == msg)
+			*wake = 0;  /* read whole while making room: judged next */
 	}
 	return a->n;
 }
@@ -348,17 +457,13 @@ int loom_hs_acceptor_step(struct loom_hs_acceptor *a, int lfd, int listen_ready,
 	/* the pending ones first (indices move as they leave), newest last */
 	for (i = np - 1; i >= 0 && got < need; i--) {
 		struct pending *p = &a->p[i];
-		ssize_t r;
-		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+		size_t had = p->got;
+		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && !(p->got == msg && p->fd == pf[i].fd))
 			continue;
-		r = recv(p->fd, p->buf + p->got, msg - p->got, MSG_DONTWAIT);
-		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR && errno != EWOULDBLOCK)) {
-			refuse(a, i, p->got ? "closed in the middle of its hello" : "closed before its hello");
+		if (p->got < msg && drain(a, p) < 0) {
+			refuse(a, i, had ? "closed in the middle of its hello" : "closed before its hello");
 			continue;
 		}
-		if (r < 0)
-			continue;
-		p->got += (size_t)r;
 		if (p->got < msg)
 			continue;
 		rc = judge(a, i);
@@ -372,7 +477,8 @@ int loom_hs_acceptor_step(struct loom_hs_acceptor *a, int lfd, int listen_ready,
 			refuse(a, i, a->p[i].got ? "its hello is incomplete after 5 s"
 				   : "it sent no hello within 5 s");
 	if (listen_ready) {
-		while (!a->cfg->strict || a->n < HS_PENDING) {
+		int k;
+		for (k = 0; k < HS_ACCEPTS && (!a->cfg->strict || a->n < HS_PENDING); k++) {
 			struct sockaddr_storage from;
 			socklen_t fl = sizeof from;
 			int s = accept4(lfd, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -555,7 +661,7 @@ int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int
 	if (plen)
 		memcpy(m + sizeof h, payload, plen);
 	hello_mac(key, p->srv_ch, m, sizeof h + plen, m + sizeof h + plen);
-	return loom_fd_write_all(p->fd, m, sizeof h + plen + LOOM_MAC_LEN, deadline) ? LOOM_ERR_BOOTSTRAP
+	return loom_fd_write_all(p->fd, m, sizeof h + plen + LOOM_MAC_LEN, deadline) ? LOOM_HS_CLOSED
 										   : LOOM_SUCCESS;
 }
 
@@ -563,8 +669,17 @@ int loom_hs_read_reply(const uint8_t *key, const struct loom_hs_peer *p, void *r
 		       double deadline)
 {
 	uint8_t mac[LOOM_MAC_LEN], want[LOOM_MAC_LEN], d[32];
+	struct hs_refusal no;
 	if (loom_fd_read_all(p->fd, mac, sizeof mac, deadline))
-		return LOOM_ERR_BOOTSTRAP;  /* refused: closed without a reply */
+		return loom_now() < deadline ? LOOM_HS_CLOSED : LOOM_ERR_TIMEOUT;
+	memset(&no, 0, sizeof no);
+	no.magic = HS_MAGIC;
+	no.kind = HS_REFUSED;
+	if (!memcmp(mac, &no, sizeof no))
+		return LOOM_HS_REFUSED;
+	no.kind = HS_GAVE_UP;
+	if (!memcmp(mac, &no, sizeof no))
+		return LOOM_HS_GAVE_UP;
 	if (rlen && loom_fd_read_all(p->fd, reply, rlen, deadline))
 		return LOOM_ERR_BOOTSTRAP;
 	loom_sha256(reply, rlen, d);
