@@ -17,3 +17,4 @@ dist_check_SCRIPTS += \
 	t/t7003-handshake-fuzz.t
 dist_check_SCRIPTS += t/t7110-metrics-file.t
 dist_check_SCRIPTS += t/t7111-doctor-bounds.t
+dist_check_SCRIPTS += t/t7112-shared-dirs.t
