@@ -11,9 +11,33 @@
 
 #include "options.h"
 
+/* In a sticky directory others may write (/tmp/ckpt-%j), an entry at the
+ * name that is not the user's is another user's squat: a link or a
+ * directory of theirs would take the job's checkpoints. Refused, naming
+ * its owner; a link of the user's own is the user's choice. */
+static int check_squat(const char *dir, char *err, size_t errlen)
+{
+	char parent[LOOM_CKPT_PATH_MAX];
+	const char *base = strrchr(dir, '/');
+	struct stat st, pst;
+	if (!base || lstat(dir, &st) < 0 || st.st_uid == geteuid() || st.st_uid == 0)
+		return 0;
+	snprintf(parent, sizeof parent, "%.*s", (int)(base > dir ? base - dir : 1), dir);
+	if (stat(parent, &pst) < 0 || !(pst.st_mode & S_ISVTX) || !(pst.st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	snprintf(err, errlen, "--loom-ckpt=%s is a %s of uid %u in the shared directory %s: "
+		 "refusing another user's entry at the name (a squatter's?); give a directory "
+		 "of the job's user (uid %u)", dir, S_ISLNK(st.st_mode) ? "symbolic link" :
+		 S_ISDIR(st.st_mode) ? "directory" : S_ISFIFO(st.st_mode) ? "FIFO" : "file",
+		 (unsigned)st.st_uid, parent, (unsigned)geteuid());
+	return -1;
+}
+
 static int check_dir(const char *dir, char *err, size_t errlen)
 {
 	struct stat st;
+	if (check_squat(dir, err, errlen) < 0)
+		return -1;
 	if (stat(dir, &st) < 0) {
 		snprintf(err, errlen, "--loom-ckpt=%s: %s", dir, strerror(errno));
 		return -1;
@@ -40,7 +64,7 @@ int loom_ckpt_prepare(const char *dir, int create, char *err, size_t errlen)
 		snprintf(err, errlen, "--loom-ckpt='%s' is not an absolute path", dir ? dir : "");
 		return -1;
 	}
-	if (stat(dir, &st) == 0)
+	if (lstat(dir, &st) == 0)
 		return check_dir(dir, err, errlen);
 	if (errno != ENOENT) {
 		snprintf(err, errlen, "--loom-ckpt=%s: %s", dir, strerror(errno));

@@ -53,7 +53,7 @@ static struct remote_state {
 	/* set by user_init: --loom-gpus-per-task on a node where the step has
 	 * no GPU, which its first task says */
 	int gpus_per_task_noop;
-	/* set by user_init (flight_setup): LOOM_FLIGHT_DIR for the tasks, and
+	/* set by post_opt (flight_setup): LOOM_FLIGHT_DIR for the tasks, and
 	 * flight_kind 1 node-local, 2 shared, 0 none or the user's own */
 	char flight_path[1024];
 	int flight_kind;
@@ -175,9 +175,15 @@ static void find_master(spank_t sp)
 		slurm_info(LOOM_PREFIX "%s", note);
 }
 
-/* the flight-record directory, unless the user chose one */
+static int job_user(spank_t sp, struct loom_user_ids *ids);
+
+/* the flight-record directory, unless the user chose one; root, before
+ * user_init: made here, handed to the user, where others could squat its
+ * predictable name (loom_flight_dir_make) */
 static void flight_setup(spank_t sp)
 {
+	struct loom_user_ids ids;
+	char note[400];
 	uint32_t job = 0, uid = 0;
 	char have[1024], err[300];
 	remote.flight_kind = remote.flight_dirty = 0;
@@ -190,6 +196,16 @@ static void flight_setup(spank_t sp)
 	if (remote.flight_kind < 0) {
 		slurm_error(LOOM_PREFIX "job %u: no flight records: %s", job, err);
 		remote.flight_kind = 0;
+	}
+	if (remote.flight_kind && job_user(sp, &ids) == 0 && geteuid() == 0) {
+		if (loom_flight_dir_make(remote.flight_path, ids.uid, ids.gid, note, sizeof note,
+					 err, sizeof err) < 0) {
+			slurm_error(LOOM_PREFIX "job %u: no flight records: %s", job, err);
+			remote.flight_kind = 0;
+		} else if (note[0]) {
+			slurm_error(LOOM_PREFIX "job %u: flight directory %s: %s", job,
+				    remote.flight_path, note);
+		}
 	}
 }
 
@@ -204,6 +220,7 @@ int loom_remote_post_opt(spank_t sp)
 		    getenv_sp(sp, "SLURM_SPANK_LOOM_AFFINITY", v, sizeof v);
 
 	remote.topo_warning[0] = '\0';
+	flight_setup(sp);
 	if (!binds || !regular_step(sp) || strcmp(loom_cfg.topology_root, "/") != 0 ||
 	    strcmp(loom_cfg.topology_cache, "none") == 0)
 		return 0;
@@ -264,7 +281,6 @@ int loom_remote_user_init(spank_t sp)
 	}
 	if (loom_eff.affinity.mode != LOOM_AFF_NONE && regular_step(sp))
 		plan_affinity(sp);
-	flight_setup(sp);
 	return 0;
 }
 

@@ -17,6 +17,14 @@ struct loom_user_ids;
 int loom_flight_dir_for(const struct loom_config *cfg, unsigned long job, unsigned long uid,
 			char *out, size_t len, char *err, size_t errlen);
 
+/* As root, before the user's tasks start: when other users may write the
+ * parent of PATH (root's or the user's, sticky), make PATH a directory of
+ * uid:gid, 0700, removing whatever else is at its name (said in note).
+ * 1 made or already the user's, 0 nothing done (the parent is not shared:
+ * the runtime makes it as the user), -1 with err. */
+int loom_flight_dir_make(const char *path, uid_t uid, gid_t gid, char *note, size_t notelen,
+			 char *err, size_t errlen);
+
 /* As the job's user (a child that takes its ids; root never opens a path
  * the user controls): remove DIR/step<STEP>-rank*.flight (regular files,
  * links are not followed), then DIR when that left it empty. 0 (also when

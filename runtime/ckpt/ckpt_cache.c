@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -105,17 +106,33 @@ int loom_ck_cache_open(loom_ckpt_t *ck)
 		return LOOM_ERR_INVALID;
 	}
 	/* the last component is made here, for this user only; anything
-	 * already there must be a real directory of ours */
+	 * already there must be a real directory of ours. A name in a shared
+	 * directory (/tmp/ckpt-%j) can be squatted by another user: refused,
+	 * naming the squatter, never taken nor silently done without */
 	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
 		LOOM_ERR("ckpt: node cache %s (LOOM_CKPT_CACHE=%.300s): cannot create it: %s%s", path, pat,
 			 strerror(errno), errno == ENOENT ? " (its parent directory does not exist)" : "");
 		return LOOM_ERR_IO;
 	}
-	if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
-		LOOM_ERR("ckpt: node cache %s (LOOM_CKPT_CACHE=%.300s) is %s: refusing it (give a "
-			 "directory of this job's user, uid %u)", path, pat,
+	if (lstat(path, &st) != 0) {
+		LOOM_ERR("ckpt: node cache %s: %s", path, strerror(errno));
+		return LOOM_ERR_IO;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		char who[160];
+		struct passwd pw, *pp = NULL;
+		char pwbuf[1024];
+		if (getpwuid_r(st.st_uid, &pw, pwbuf, sizeof pwbuf, &pp) || !pp)
+			snprintf(who, sizeof who, "uid %u", (unsigned)st.st_uid);
+		else
+			snprintf(who, sizeof who, "uid %u (%.64s)", (unsigned)st.st_uid, pp->pw_name);
+		LOOM_ERR("ckpt: node cache %s (LOOM_CKPT_CACHE=%.300s) is %s: refusing it (%s of %s; "
+			 "give a directory of this job's user, uid %u: in a shared directory such as "
+			 "/tmp, another user's entry at the name is a squatter's)", path, pat,
 			 S_ISLNK(st.st_mode) ? "a symbolic link" : !S_ISDIR(st.st_mode) ?
-			 "not a directory" : "owned by another user", (unsigned)geteuid());
+			 "not a directory" : "owned by another user",
+			 S_ISLNK(st.st_mode) ? "a link" : S_ISFIFO(st.st_mode) ? "a FIFO" :
+			 S_ISDIR(st.st_mode) ? "a directory" : "a file", who, (unsigned)geteuid());
 		return LOOM_ERR_IO;
 	}
 	if (access(path, W_OK | X_OK) != 0) {

@@ -2,7 +2,10 @@
  * recorded operation under LOOM_FLIGHT_DIR (the directory is made, 0700,
  * when missing; an existing one must be a directory of ours, not a link),
  * sized once, mapped shared, never unlinked by the runtime: what it holds
- * outlives the process however it ends. */
+ * outlives the process however it ends. The directory may be one that
+ * others can write (the user's choice), so the file is made under an
+ * unguessable name (util/files.c) and renamed into place: a link or FIFO
+ * planted at its name is replaced, never followed or opened. */
 #include "flight/flight.h"
 
 #include <errno.h>
@@ -49,17 +52,30 @@ static unsigned nops_wanted(void)
 	return (unsigned)p;
 }
 
-/* dir exists as a real directory we own, or is made 0700 */
+/* dir exists as a real directory we own, or is made 0700 (mkdirat and
+ * fstatat through its parent, opened without following a link): a
+ * descriptor of it, or -errno */
 static int own_dir(const char *d)
 {
+	const char *base;
 	struct stat st;
-	if (mkdir(d, 0700) && errno != EEXIST)
-		return -errno;
-	if (lstat(d, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+	int bad, pfd = loom_open_parent(d, &base, &bad), fd;
+	if (pfd < 0)
+		return pfd;
+	if (mkdirat(pfd, base, 0700) && errno != EEXIST) {
+		int rc = -errno;
+		close(pfd);
+		return rc;
+	}
+	fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(pfd);
+	if (fd < 0)
+		return errno == ENOTDIR || errno == ELOOP ? -EPERM : -errno;
+	if (fstat(fd, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
 		return -EPERM;
-	return 0;
+	}
+	return fd;
 }
 
 static void set_str(char *dst, size_t len, const char *src)
@@ -69,38 +85,48 @@ static void set_str(char *dst, size_t len, const char *src)
 
 static int open_record(int wrank, int wsize)
 {
-	char path[512];
+	char path[512], name[64], tmp[128];
 	const char *d = getenv("LOOM_FLIGHT_DIR"), *step = getenv("SLURM_STEP_ID");
 	unsigned nops = nops_wanted();
 	size_t size;
 	struct timespec rt;
-	int fd, rc;
+	int fd, rc, dfd;
 	void *p;
 	if (!d || !*d || !nops)
 		return -1;
 	set_str(dir, sizeof dir, d);
-	if ((rc = own_dir(dir))) {
+	if ((dfd = own_dir(dir)) < 0) {
 		LOOM_WARN("flight recorder off: LOOM_FLIGHT_DIR=%s: %s (it must be a directory "
-			  "of this user, not a link)", dir, strerror(-rc));
+			  "of this user, not a link)", dir, strerror(-dfd));
 		return -1;
 	}
-	snprintf(path, sizeof path, "%s/step%s-rank%d.flight", dir, step && *step ? step : "0",
-		 wrank);
+	snprintf(name, sizeof name, "step%.20s-rank%d.flight", step && *step ? step : "0", wrank);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
 	slot_bytes = sizeof(struct loom_flight_slot) + (size_t)nops * sizeof(struct loom_flight_op);
 	size = sizeof *hdr + LOOM_FLIGHT_SLOTS * slot_bytes;
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, (off_t)size)) {
-		LOOM_WARN("flight recorder off: %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	fd = loom_create_unique(dfd, name, O_RDWR, 0600, tmp, sizeof tmp);
+	if (fd < 0) {
+		LOOM_WARN("flight recorder off: %s: creating it: %s", path, strerror(-fd));
+		close(dfd);
 		return -1;
 	}
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = ftruncate(fd, (off_t)size) ? MAP_FAILED :
+	    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	rc = p == MAP_FAILED ? errno : 0;
 	close(fd);
-	if (p == MAP_FAILED) {
-		LOOM_WARN("flight recorder off: mmap %s: %s", path, strerror(errno));
+	/* renamed before the header is written: a reader takes a file
+	 * without the magic for none */
+	if (!rc && renameat(dfd, tmp, dfd, name))
+		rc = errno;
+	if (rc) {
+		LOOM_WARN("flight recorder off: %s: %s", path, strerror(rc));
+		if (p != MAP_FAILED)
+			munmap(p, size);
+		unlinkat(dfd, tmp, 0);
+		close(dfd);
 		return -1;
 	}
+	close(dfd);
 	hdr = p;
 	loom_flight_mask = nops - 1;
 	hdr->version = LOOM_FLIGHT_VERSION;

@@ -473,72 +473,40 @@ static void flush_failed(const char *path, const char *what, int err)
 /* Write n bytes into a new file beside path, then rename it over path:
  * readers never see half a file. The directory may be shared with other
  * users (a textfile-collector directory, even /tmp), so nothing in it is
- * trusted: the temporary has an unguessable name and is created with
- * O_EXCL|O_NOFOLLOW|O_NONBLOCK (a link or FIFO planted there is neither
- * followed nor waited on), and renameat replaces whatever entry has the
- * final name without following it. */
+ * trusted: loom_open_parent and loom_create_unique (util/files.c) make
+ * the temporary, and renameat replaces whatever entry has the final name
+ * without following it. */
 /* The directory of path, opened without following a link (a file
  * descriptor, or -errno said once), and the file's name in it. */
 static int open_parent(const char *path, const char **basep)
 {
-	char dir[4096];
-	const char *base = strrchr(path, '/');
-	int dfd;
-	if (base) {
-		size_t dl = (size_t)(base - path);
-		snprintf(dir, sizeof dir, "%.*s", (int)(dl ? dl : 1), path);
-		base++;
-	} else {
-		snprintf(dir, sizeof dir, ".");
-		base = path;
-	}
-	if (!*base || strlen(base) > 200) {
-		flush_failed(path, "not a file name", EINVAL);
-		return -EINVAL;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		int rc = -errno;
-		flush_failed(path, "the directory", errno);
-		return rc;
-	}
-	*basep = base;
+	int bad_name, dfd = loom_open_parent(path, basep, &bad_name);
+	if (dfd < 0)
+		flush_failed(path, bad_name ? "not a file name" : "the directory", -dfd);
 	return dfd;
 }
 
 static int write_beside(const char *path, const char *buf, size_t n)
 {
-	char tmp[300], hex[17];
+	char tmp[300];
 	const char *base = NULL;
-	uint8_t rnd[8];
 	struct stat st;
 	size_t off = 0;
-	int dfd, fd = -1, rc = 0, tries;
+	int dfd, fd, rc = 0;
 	dfd = open_parent(path, &base);
 	if (dfd < 0)
 		return dfd;
-	for (tries = 0; fd < 0 && tries < 8; tries++) {
-		if (loom_random_bytes(rnd, sizeof rnd)) {
-			rc = -EIO;
-			break;
-		}
-		loom_hex_encode(rnd, sizeof rnd, hex);
-		snprintf(tmp, sizeof tmp, "%s.tmp.%s", base, hex);
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-			    0644);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
+	fd = loom_create_unique(dfd, base, O_WRONLY, 0644, tmp, sizeof tmp);
 	if (fd < 0) {
-		rc = rc ? rc : -errno;
-		flush_failed(path, "creating a temporary beside it", -rc);
+		rc = fd;
+		flush_failed(path, rc == -EPERM ? "the temporary is not a regular file of ours" :
+			     "creating a temporary beside it", -rc);
 		close(dfd);
 		return rc;
 	}
-	/* created here (O_EXCL), so ours: checked all the same */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-		rc = -EPERM;
-		flush_failed(path, "the temporary is not a regular file of ours", EPERM);
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		flush_failed(path, "fstat", errno);
 	}
 	while (rc == 0 && off < n) {
 		ssize_t w = write(fd, buf + off, n - off);

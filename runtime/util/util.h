@@ -48,6 +48,18 @@ void loom_sha256(const void *msg, size_t len, uint8_t out[32]);
 void loom_hex_encode(const uint8_t *in, size_t n, char *out);
 size_t loom_hex_decode(const char *in, uint8_t *out, size_t n);
 
+/* ---- files.c: files in directories other users may write ---- */
+/* The directory of path opened O_DIRECTORY|O_NOFOLLOW (a descriptor, or
+ * -errno; *bad_name set when path ends in no usable file name), and the
+ * file's name in it. */
+int loom_open_parent(const char *path, const char **basep, int *bad_name);
+/* A new file BASE.tmp.<16 random hex> in dfd, made with O_CREAT|O_EXCL|
+ * O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC and flags, checked to be a regular file
+ * of this user: its descriptor (its name in tmp), or -errno. The caller
+ * renameat()s it into place, or unlinkat()s it. */
+int loom_create_unique(int dfd, const char *base, int flags, unsigned mode, char *tmp,
+		       size_t len);
+
 /* A futex on a 32-bit word (shared across processes when the word is in
  * shared memory): sleep while it still reads seen, up to timeout_s; wake
  * every sleeper. */
