@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,22 +71,6 @@ static const char *signame(int sig, char *buf, size_t len)
 	return buf;
 }
 
-/* what the timer decided: the slurmd log, and the job's own log */
-static void timer_say(int is_error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void timer_say(int is_error, const char *fmt, ...)
-{
-	char msg[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (is_error)
-		slurm_error(LOOM_PREFIX "%s", msg);
-	else
-		slurm_info(LOOM_PREFIX "%s", msg);
-	loom_job_log(T.dir, &T.ids, msg);
-}
-
 /* sleep up to secs; 1 when asked to stop */
 static int nap(time_t secs)
 {
@@ -137,7 +120,7 @@ static void auto_lead(void)
 	snprintf(key, sizeof key, "%d %s", lead, bad ? why : r > 0 && st.n ? "measured" : "none");
 	if (strcmp(key, T.said)) {
 		snprintf(T.said, sizeof T.said, "%s", key);
-		timer_say(bad, "step %u.%u: --loom-ckpt-signal=%s@auto: lead time %d s: %s", T.job,
+		loom_job_decided(bad, T.dir, &T.ids, "step %u.%u: --loom-ckpt-signal=%s@auto: lead time %d s: %s", T.job,
 			  T.step, sn + 3 * !strncmp(sn, "SIG", 3), lead, why);
 	}
 }
@@ -164,7 +147,7 @@ static enum loom_timer_action look(int first, time_t *wait)
 	if (a == LOOM_TIMER_WAIT && T.is_auto && *wait > LOOM_TIMER_AUTO_RECHECK)
 		*wait = LOOM_TIMER_AUTO_RECHECK;
 	if (a == LOOM_TIMER_TOO_LATE)
-		timer_say(1, "--loom-ckpt-signal=%s@%s%d: step %u.%u started %ld s before the job's "
+		loom_job_decided(1, T.dir, &T.ids, "--loom-ckpt-signal=%s@%s%d: step %u.%u started %ld s before the job's "
 			  "time limit, inside the signal window: no %s will come (ask for a longer "
 			  "--time or fewer SECONDS)", sn + (strncmp(sn, "SIG", 3) ? 0 : 3),
 			  T.is_auto ? "auto, lead " : "", T.seconds, T.job, T.step, (long)(end - now),
@@ -177,11 +160,11 @@ static void fire(void)
 	char sn[32];
 	signame(T.sig, sn, sizeof sn);
 	if (slurm_signal_job_step(T.job, T.step, (uint32_t)T.sig) != SLURM_SUCCESS) {
-		timer_say(1, "step %u.%u: could not send %s before the time limit: %s", T.job,
+		loom_job_decided(1, T.dir, &T.ids, "step %u.%u: could not send %s before the time limit: %s", T.job,
 			  T.step, sn, slurm_strerror(slurm_get_errno()));
 		return;
 	}
-	timer_say(0, "step %u.%u: sent %s, %d s before the time limit%s", T.job, T.step, sn,
+	loom_job_decided(0, T.dir, &T.ids, "step %u.%u: sent %s, %d s before the time limit%s", T.job, T.step, sn,
 		  T.seconds, T.is_auto ? " (@auto)" : "");
 	pthread_mutex_lock(&T.mu);
 	T.fired = 1;

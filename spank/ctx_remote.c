@@ -5,7 +5,6 @@
 #include "config.h"
 
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,25 +364,6 @@ static int job_user(spank_t sp, struct loom_user_ids *ids)
 	return 0;
 }
 
-/* A decision about the job's requeue: into the slurmd log (an error or
- * info) for the admin, and the same line, as the job's user, into the
- * job's own log in its checkpoint directory (job_log.h) for the user */
-static void decided(int is_error, const struct loom_user_ids *ids, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void decided(int is_error, const struct loom_user_ids *ids, const char *fmt, ...)
-{
-	char msg[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (is_error)
-		slurm_error(LOOM_PREFIX "%s", msg);
-	else
-		slurm_info(LOOM_PREFIX "%s", msg);
-	loom_job_log(loom_eff.ckpt_dir, ids, msg);
-}
-
 /* slurmstepd, root, as each task exits. On the step's first node: if the
  * tasks committed a checkpoint because a stop signal asked for it, requeue
  * the job now, before srun hears that its tasks ended (so the batch script
@@ -418,7 +398,7 @@ int loom_remote_task_exit(spank_t sp)
 	remote.requeued = 1;   /* decided once per step, whatever comes next */
 	if (r < 0 || loom_requeue_parse(text, &req, err, sizeof err) < 0) {
 		loom_log_clean(err);
-		decided(1, &ids, "job %u step %u: not requeueing: the requeue request %s/%s, read as "
+		loom_job_decided(1, loom_eff.ckpt_dir, &ids, "job %u step %u: not requeueing: the requeue request %s/%s, read as "
 			"the job's user (uid %u), is unusable: %s", job, step, loom_eff.ckpt_dir,
 			LOOM_REQUEUE_FILE, (unsigned)ids.uid, err);
 		if (r > 0 && loom_requeue_remove_as(loom_eff.ckpt_dir, &ids, err, sizeof err) < 0)
@@ -436,32 +416,32 @@ int loom_remote_task_exit(spank_t sp)
 	view.slurm_step = (long)step;
 	if (!loom_requeue_ours(&req, &view)) {
 		/* another job's, run's or step's: nothing to do, no call to slurmctld */
-		decided(0, &ids, "job %u restart %u step %u: ignoring the requeue request of job %lu "
+		loom_job_decided(0, loom_eff.ckpt_dir, &ids, "job %u restart %u step %u: ignoring the requeue request of job %lu "
 			"restart %ld step %ld in %s (not this job, run and step)", job, restarts, step,
 			req.job, req.restart, req.slurm_step, loom_eff.ckpt_dir);
 		return 0;
 	}
 	if (loom_requeue_remove_as(loom_eff.ckpt_dir, &ids, err, sizeof err) < 0) {
 		loom_log_clean(err);
-		decided(1, &ids, "job %u: not requeueing: the request cannot be removed once acted "
+		loom_job_decided(1, loom_eff.ckpt_dir, &ids, "job %u: not requeueing: the request cannot be removed once acted "
 			"on: %s", job, err);
 		return 0;
 	}
 	job_view(job, &view);
 	v = loom_requeue_decide(&req, &view);
 	if (v != LOOM_REQUEUE_YES) {
-		decided(0, &ids, "job %u: checkpoint step %lld after SIG%s, not requeued: %s (state "
+		loom_job_decided(0, loom_eff.ckpt_dir, &ids, "job %u: checkpoint step %lld after SIG%s, not requeued: %s (state "
 			"%s) reason=%s", job, req.step, req.signal, loom_requeue_verdict_str(v),
 			view.state, loom_requeue_reason(loom_ckpt_timer_fired(), v));
 		return 0;
 	}
 	if (slurm_requeue(job, 0) != SLURM_SUCCESS) {
-		decided(1, &ids, "job %u: checkpoint step %lld committed after SIG%s, but the requeue "
+		loom_job_decided(1, loom_eff.ckpt_dir, &ids, "job %u: checkpoint step %lld committed after SIG%s, but the requeue "
 			"failed: %s (resubmit it; it resumes from %s)", job, req.step, req.signal,
 			slurm_strerror(slurm_get_errno()), loom_eff.ckpt_dir);
 		return 0;
 	}
-	decided(0, &ids, "job %u: checkpoint step %lld committed after SIG%s%s; requeued (restart "
+	loom_job_decided(0, loom_eff.ckpt_dir, &ids, "job %u: checkpoint step %lld committed after SIG%s%s; requeued (restart "
 		"%u) reason=%s", job, req.step, req.signal,
 		loom_ckpt_timer_fired() ? " (time limit)" : "", restarts + 1,
 		loom_requeue_reason(loom_ckpt_timer_fired(), v));
@@ -504,7 +484,7 @@ static void signal_unanswered(spank_t sp)
 	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || job_user(sp, &ids) < 0)
 		return;
-	decided(0, &ids, "job %u step %u: not requeued: the --loom-ckpt-signal signal was sent, "
+	loom_job_decided(0, loom_eff.ckpt_dir, &ids, "job %u step %u: not requeued: the --loom-ckpt-signal signal was sent, "
 		"but no task left a requeue request in %s/%s (did the program checkpoint on it?)",
 		job, step, loom_eff.ckpt_dir, LOOM_REQUEUE_FILE);
 }

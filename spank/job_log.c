@@ -3,6 +3,7 @@
 #include "config.h"
 #include "job_log.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -31,4 +32,19 @@ void loom_job_log(const char *dir, const struct loom_user_ids *ids, const char *
 		loom_log_clean(err);
 		slurm_error(LOOM_PREFIX "the job's own log: %s", err);
 	}
+}
+
+void loom_job_decided(int is_error, const char *dir, const struct loom_user_ids *ids,
+		      const char *fmt, ...)
+{
+	char msg[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (is_error)
+		slurm_error(LOOM_PREFIX "%s", msg);
+	else
+		slurm_info(LOOM_PREFIX "%s", msg);
+	loom_job_log(dir, ids, msg);
 }

@@ -17,4 +17,10 @@
  * slurmd log only: the decision stands. dir NULL or empty: nothing. */
 void loom_job_log(const char *dir, const struct loom_user_ids *ids, const char *msg);
 
+/* a decision: the slurmd log (slurm_error when is_error, else
+ * slurm_info) for the admin, and the same line through loom_job_log for
+ * the user */
+void loom_job_decided(int is_error, const char *dir, const struct loom_user_ids *ids,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 #endif
