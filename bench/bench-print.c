@@ -1,31 +1,10 @@
 /* bench/bench-print.c: loom-bench's output in three forms. The table is
  * nccl-tests' (size count type redop root, then the out-of-place time,
  * algbw, busbw, #wrong, with "best" beside the time), comments after '#'.
- * CSV: one header line, then one line a row, no comments. JSON: one
- * object, its rows written as they come; only numbers, fixed keys and a
- * few names go in, so a tiny emitter does rather than a library. */
+ * CSV: one header line, then one line a row, no comments. JSON: JSON
+ * Lines, built with jansson (bench-json.c), so a long run's rows can be
+ * read as they come. */
 #include "bench-print.h"
-
-/* a JSON string: the names written here are plain, but the task layout
- * comes from the environment */
-static void json_str(FILE *f, const char *s)
-{
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
 
 static void text_head(FILE *f, const struct bench_head *h)
 {
@@ -77,44 +56,11 @@ static void csv_head(FILE *f, const struct bench_head *h)
 	fprintf(f, "\n");
 }
 
-static void json_head(FILE *f, const struct bench_head *h)
-{
-	fprintf(f, "{\"loom_bench\": ");
-	json_str(f, h->version);
-	fprintf(f, ", \"collective\": ");
-	json_str(f, h->coll);
-	fprintf(f, ", \"nranks\": %d, \"backend\": ", h->nranks);
-	json_str(f, h->backend);
-	fprintf(f, ",\n \"datatype\": ");
-	json_str(f, h->dtype);
-	fprintf(f, ", \"redop\": ");
-	json_str(f, h->op);
-	fprintf(f, ", \"root\": ");
-	if (!h->rooted)
-		fputs("null", f);
-	else if (h->root_all)
-		json_str(f, "all");
-	else
-		fprintf(f, "%d", h->root);
-	fprintf(f, ", \"iters\": %d, \"warmup\": %d, \"check\": %d,\n \"tasks_per_node\": ",
-		h->iters, h->warmup, h->check);
-	json_str(f, h->tasks_per_node);
-	fprintf(f, ", \"cpus_rank0\": ");
-	if (h->cpus >= 0)
-		fprintf(f, "%d", h->cpus);
-	else
-		fputs("null", f);
-	fprintf(f, ", \"busbw_factor\": ");
-	json_str(f, h->busbw_factor);
-	fprintf(f, ", \"peer_mpi\": %s, \"memcpy\": %s,\n \"rows\": [",
-		h->peer_mpi ? "true" : "false", h->memcpy_col ? "true" : "false");
-}
-
 void bench_print_head(FILE *f, enum fmt fmt, const struct bench_head *h)
 {
 	switch (fmt) {
 	case F_CSV: csv_head(f, h); break;
-	case F_JSON: json_head(f, h); break;
+	case F_JSON: bench_json_head(f, h); break;
 	default: text_head(f, h); break;
 	}
 	fflush(f);
@@ -139,12 +85,10 @@ static void text_row(FILE *f, const struct bench_head *h, const struct bench_row
 	fprintf(f, "\n");
 }
 
-/* the count of wrong elements: empty (CSV) or null (JSON) when unchecked */
-static void wrong_field(FILE *f, long long v, const char *none)
+/* the count of wrong elements: empty when unchecked */
+static void wrong_field(FILE *f, long long v)
 {
-	if (v < 0)
-		fputs(none, f);
-	else
+	if (v >= 0)
 		fprintf(f, "%lld", v);
 }
 
@@ -152,12 +96,12 @@ static void csv_row(FILE *f, const struct bench_head *h, const struct bench_row 
 {
 	fprintf(f, "%zu,%zu,%s,%s,%d,%.2f,%.2f,%.3f,%.3f,", r->bytes, r->count, r->type, r->redop,
 		r->root, r->time_us, r->best_us, r->algbw, r->busbw);
-	wrong_field(f, r->wrong, "");
+	wrong_field(f, r->wrong);
 	if (h->peer_mpi) {
 		fprintf(f, ",%.2f,%.3f", r->mpi_time_us, r->mpi_busbw);
 		if (h->check) {
 			fputc(',', f);
-			wrong_field(f, r->mpi_wrong, "");
+			wrong_field(f, r->mpi_wrong);
 		}
 	}
 	if (h->memcpy_col)
@@ -165,32 +109,12 @@ static void csv_row(FILE *f, const struct bench_head *h, const struct bench_row 
 	fprintf(f, "\n");
 }
 
-static void json_row(FILE *f, const struct bench_head *h, const struct bench_row *r, int first)
-{
-	fprintf(f, "%s\n  {\"size\": %zu, \"count\": %zu, \"type\": ", first ? "" : ",", r->bytes,
-		r->count);
-	json_str(f, r->type);
-	fprintf(f, ", \"redop\": ");
-	json_str(f, r->redop);
-	fprintf(f, ", \"root\": %d, \"time\": %.2f, \"best\": %.2f, \"algbw\": %.3f, "
-		"\"busbw\": %.3f, \"wrong\": ", r->root, r->time_us, r->best_us, r->algbw, r->busbw);
-	wrong_field(f, r->wrong, "null");
-	if (h->peer_mpi) {
-		fprintf(f, ", \"mpi_time\": %.2f, \"mpi_busbw\": %.3f, \"mpi_wrong\": ",
-			r->mpi_time_us, r->mpi_busbw);
-		wrong_field(f, r->mpi_wrong, "null");
-	}
-	if (h->memcpy_col)
-		fprintf(f, ", \"memcpy\": %.3f, \"memcpy_all\": %.3f", r->memcpy, r->memcpy_all);
-	fputc('}', f);
-}
-
 void bench_print_row(FILE *f, enum fmt fmt, const struct bench_head *h,
-		     const struct bench_row *r, int first)
+		     const struct bench_row *r)
 {
 	switch (fmt) {
 	case F_CSV: csv_row(f, h, r); break;
-	case F_JSON: json_row(f, h, r, first); break;
+	case F_JSON: bench_json_row(f, h, r); break;
 	default: text_row(f, h, r); break;
 	}
 	fflush(f);
@@ -203,15 +127,7 @@ void bench_print_tail(FILE *f, enum fmt fmt, const struct bench_head *h,
 	case F_CSV:
 		break;	/* the totals follow from the rows */
 	case F_JSON:
-		fprintf(f, "\n ],\n \"wrong\": ");
-		wrong_field(f, h->check ? t->wrong : -1, "null");
-		fprintf(f, ", \"avg_busbw\": %.3f", t->avg_busbw);
-		if (h->peer_mpi) {
-			fprintf(f, ", \"mpi_wrong\": ");
-			wrong_field(f, h->check ? t->mpi_wrong : -1, "null");
-			fprintf(f, ", \"mpi_avg_busbw\": %.3f", t->mpi_avg_busbw);
-		}
-		fprintf(f, "}\n");
+		bench_json_tail(f, h, t);
 		break;
 	default:
 		if (h->check)

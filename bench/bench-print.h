@@ -1,5 +1,5 @@
 /* bench/bench-print.h: loom-bench's output, one run's settings, rows and
- * totals, as nccl-tests' table (text), CSV or JSON. Rank 0 alone calls
+ * totals, as nccl-tests' table (text), CSV or JSON Lines. Rank 0 alone calls
  * these; they know nothing of libloom. */
 #ifndef LOOM_BENCH_PRINT_H
 #define LOOM_BENCH_PRINT_H
@@ -36,8 +36,13 @@ struct bench_tail {
 
 void bench_print_head(FILE *f, enum fmt fmt, const struct bench_head *h);
 void bench_print_row(FILE *f, enum fmt fmt, const struct bench_head *h,
-		     const struct bench_row *r, int first);
+		     const struct bench_row *r);
 void bench_print_tail(FILE *f, enum fmt fmt, const struct bench_head *h,
 		      const struct bench_tail *t);
+
+/* F_JSON's three kinds of line (bench-json.c) */
+void bench_json_head(FILE *f, const struct bench_head *h);
+void bench_json_row(FILE *f, const struct bench_head *h, const struct bench_row *r);
+void bench_json_tail(FILE *f, const struct bench_head *h, const struct bench_tail *t);
 
 #endif

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """bench/compare-report.py DIR: the tables and the SVG plot of a
 bench/compare run from its raw rows: DIR/raw/<coll>-<shape>-loom-r<N>.json
-(loom-bench --json, one object per run, Open MPI's and memcpy's columns
-in its rows) and DIR/raw/<coll>-<shape>-gloo-r<N>.txt (gloo-bench.py's
-nccl-tests rows). Prints the report (Markdown) on stdout; the plot,
+(loom-bench --json's JSON Lines, one run after the other, Open MPI's and
+memcpy's columns in its rows) and DIR/raw/<coll>-<shape>-gloo-r<N>.txt
+(gloo-bench.py's nccl-tests rows). Prints the report (Markdown) on stdout; the plot,
 DIR/compare.svg, is drawn with matplotlib where it is installed
 (python3-matplotlib), and the report says so in one line where not.
 
@@ -81,27 +81,38 @@ class Series:
         return self.best[s][1] if s in self.best else None
 
 
-def json_docs(text):
-    """the objects of a file of loom-bench --json runs, one after the
-    other; a run cut short (its object unfinished) ends the list"""
-    dec, i, docs = json.JSONDecoder(), 0, []
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return docs
+def loom_runs(text):
+    """the runs of a file of loom-bench --json output, one after the
+    other, each JSON Lines: its settings (the line with "loom_bench"),
+    one line a row (with "size"), its totals; each run as one dict, its
+    settings and totals with its rows under "rows". A run cut short (no
+    totals line, or a line unfinished) ends the list"""
+    runs, run = [], None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
         try:
-            doc, i = dec.raw_decode(text, i)
+            o = json.loads(line)
         except ValueError:
-            return docs
-        docs.append(doc)
+            break
+        if not isinstance(o, dict) or ("loom_bench" in o) != (run is None):
+            break
+        if run is None:
+            run = dict(o, rows=[])
+        elif "size" in o:
+            run["rows"].append(o)
+        else:
+            run.update(o)
+            runs.append(run)
+            run = None
+    return runs
 
 
 def add_loom(d, text, rnd):
     """loom-bench --json: loom's rows, and Open MPI's and memcpy's beside"""
     nrows = 0
-    for doc in json_docs(text):
-        for r in doc.get("rows", []):
+    for run in loom_runs(text):
+        for r in run["rows"]:
             size = r["size"]
             if size == 0:   # 8 B split over more ranks than elements
                 continue

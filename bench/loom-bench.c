@@ -88,7 +88,7 @@ static void usage(FILE *f)
 		"                        elements (exit 1 if any); 0: no check (default 0)\n"
 		"Options of loom-bench's own:\n"
 		"      --csv             rows as CSV (one header line) instead of the table\n"
-		"      --json            one JSON object: the run's settings, rows, totals\n"
+		"      --json            JSON Lines: the run's settings, a line a row, totals\n"
 		"      --peer mpi        also time Open MPI's matching call on the same buffers\n"
 		"      --memcpy          also print memcpy bandwidth at each size: rank 0\n"
 		"                        alone (memcpy), and every rank at once, the slowest\n"
@@ -846,7 +846,7 @@ int main(int argc, char **argv)
 						o.root = ri;
 					measure(&o, bytes, w, send, recv, &row, &tot);
 					if (me == 0)
-						bench_print_row(stdout, o.fmt, &head, &row, rows == 0);
+						bench_print_row(stdout, o.fmt, &head, &row);
 					rows++;
 				}
 		/* next size */

@@ -81,7 +81,7 @@ test_expect_success 'loom-bench takes nccl-tests names and "all": a row per data
 	grep -Eq "^ +256 +128 +bfloat16 +avg +-1 " "$TEST_TMP/a.out" &&
 	"$B" broadcast -r all -e 8 -n 1 >"$TEST_TMP/r.out" && grep -q ", root all," "$TEST_TMP/r.out"
 '
-test_expect_success 'loom-bench --csv and --json: the rows, well-formed' '
+test_expect_success 'loom-bench --csv and --json (JSON Lines): the rows, well-formed' '
 	"$B" reduce_scatter -b 8 -e 1K -f 4 -n 2 -w 1 -c 1 --memcpy --csv >"$TEST_TMP/c.csv" &&
 	cat "$TEST_TMP/c.csv" &&
 	python3 -c "import csv, sys; r = list(csv.DictReader(open(sys.argv[1]))); \
@@ -89,9 +89,10 @@ test_expect_success 'loom-bench --csv and --json: the rows, well-formed' '
 		assert float(r[-1][\"memcpy_all\"]) > 0 and int(r[-1][\"size\"]) == 1024" "$TEST_TMP/c.csv" &&
 	"$B" alltoall -b 8 -e 1K -f 4 -n 2 -w 1 --json >"$TEST_TMP/j.json" &&
 	cat "$TEST_TMP/j.json" &&
-	python3 -c "import json, sys; d = json.load(open(sys.argv[1])); \
-		assert d[\"collective\"] == \"alltoall\" and d[\"nranks\"] == 1 and len(d[\"rows\"]) == 5, d; \
-		assert d[\"rows\"][0][\"wrong\"] is None and d[\"wrong\"] is None and d[\"avg_busbw\"] >= 0" "$TEST_TMP/j.json"
+	python3 -c "import json, sys; l = [json.loads(x) for x in open(sys.argv[1])]; d, rows, t = l[0], l[1:-1], l[-1]; \
+		assert d[\"collective\"] == \"alltoall\" and d[\"nranks\"] == 1 and len(rows) == 5, l; \
+		assert all(\"size\" in r for r in rows) and \"size\" not in t, l; \
+		assert rows[0][\"wrong\"] is None and t[\"wrong\"] is None and t[\"avg_busbw\"] >= 0" "$TEST_TMP/j.json"
 '
 test_expect_success 'loom-bench --backend nccl: unsupported, says why, exits non-zero' '
 	test_must_fail_with "^loom-bench: --backend nccl: " "$B" --backend nccl

@@ -16,16 +16,25 @@ else
 	have_gloo=0
 fi
 num='[0-9][0-9.]*'
-# raw_loom FILE PYTHON: run PYTHON on each object (o) of a loom-bench --json
-# raw file (bench/compare writes one per run, the small sizes' and the
-# large ones')
+# raw_loom FILE PYTHON: run PYTHON on each run (o: its settings and totals,
+# its rows under "rows") of a loom-bench --json raw file (bench/compare
+# writes two runs' JSON Lines, the small sizes' and the large ones'); a
+# line that is not one JSON object or a run without its totals fails
 raw_loom() {
 	python3 -c 'import json, sys
-t, dec, i = open(sys.argv[1]).read(), json.JSONDecoder(), 0
-while t[i:].strip():
-	while t[i].isspace(): i += 1
-	o, i = dec.raw_decode(t, i)
-	exec(sys.argv[2])' "$1" "$2"
+run = None
+for l in open(sys.argv[1]):
+	x = json.loads(l)
+	if run is None:
+		assert "loom_bench" in x, x
+		run = dict(x, rows=[])
+	elif "size" in x:
+		run["rows"].append(x)
+	else:
+		assert "avg_busbw" in x and "loom_bench" not in x, x
+		o, run = dict(run, **x), None
+		exec(sys.argv[2])
+assert run is None, "a run without its totals line"' "$1" "$2"
 }
 # | size | loom us | MPI us | gloo us | loom GB/s | MPI GB/s | gloo GB/s | memcpy | memcpy_all | vs MPI | vs gloo | loom/memcpy | loom/all |
 # with a number or "—" (absent peer) for MPI and gloo

@@ -7,16 +7,19 @@
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is not installed (bench/compare-report.py needs it)"
 R=$LOOM_SRC_DIR/bench/compare-report.py
-# loom_row size time busbw mpi_time mpi_busbw memcpy memcpy_all: a row of
-# loom-bench --json, Open MPI's and memcpy's columns in it
-loom_row() { printf '  {"size": %s, "count": %s, "type": "float32", "redop": "sum", "root": -1, "time": %s, "best": %s, "algbw": %s, "busbw": %s, "wrong": null, "mpi_time": %s, "mpi_busbw": %s, "mpi_wrong": null, "memcpy": %s, "memcpy_all": %s}' \
+# loom-bench --json's JSON Lines: a run's settings, its rows, its totals
+loom_head() { echo '{"loom_bench":"0.1.0","collective":"allreduce","nranks":2,"iters":20,"warmup":5}'; }
+loom_tail() { echo '{"wrong":null,"avg_busbw":3.0,"mpi_wrong":null,"mpi_avg_busbw":1.0}'; }
+# loom_row size time busbw mpi_time mpi_busbw memcpy memcpy_all: a row,
+# Open MPI's and memcpy's columns in it
+loom_row() { printf '{"size":%s,"count":%s,"type":"float32","redop":"sum","root":-1,"time":%s,"best":%s,"algbw":%s,"busbw":%s,"wrong":null,"mpi_time":%s,"mpi_busbw":%s,"mpi_wrong":null,"memcpy":%s,"memcpy_all":%s}\n' \
 	"$1" $(($1 / 4)) "$2" "$2" "$3" "$3" "$4" "$5" "$6" "$7"; }
 gloo_row() { printf '%12s %12s   float32    sum    -1 %11s %11s %9s %9s     N/A\n' "$1" $(($1 / 4)) "$2" "$2" "$3" "$3"; }
 # round r: loom busbw, Open MPI busbw, gloo busbw, memcpy, memcpy_all at 64 MiB
 write_round() {
-	{ echo '{"loom_bench": "0.1.0", "collective": "allreduce", "nranks": 2, "rows": ['
-	  loom_row 8 0.14 0.057 0.19 0.042 0.400 0.400; echo ,
-	  loom_row 67108864 "$2" "$3" "$4" "$5" "$8" "$9"; echo '], "wrong": null}'; } >"$TEST_TMP/c/raw/allreduce-1x2-loom-r$1.json"
+	{ loom_head
+	  loom_row 8 0.14 0.057 0.19 0.042 0.400 0.400
+	  loom_row 67108864 "$2" "$3" "$4" "$5" "$8" "$9"; loom_tail; } >"$TEST_TMP/c/raw/allreduce-1x2-loom-r$1.json"
 	{ echo "# gloo-bench torch 1.13.0a0: allreduce, 2 ranks"
 	  gloo_row 8 421 0.000; gloo_row 67108864 "$6" "$7"; } >"$TEST_TMP/c/raw/allreduce-1x2-gloo-r$1.txt"
 }
@@ -59,9 +62,9 @@ test_expect_success 'a round whose loom run failed is left out, not counted as z
 '
 test_expect_success 'the plot: by matplotlib where it is installed, else one line says why' '
 	mkdir -p "$TEST_TMP/p/raw" &&
-	{ echo "{\"rows\": ["; loom_row 8 0.14 0.057 0.19 0.042 0.400 0.400; echo ,
-	  loom_row 1024 1.00 1.000 2.00 0.500 4.000 4.000; echo ,
-	  loom_row 65536 10.00 6.000 20.00 3.000 9.000 9.000; echo "]}"; } >"$TEST_TMP/p/raw/allreduce-1x2-loom-r1.json" &&
+	{ loom_head; loom_row 8 0.14 0.057 0.19 0.042 0.400 0.400
+	  loom_row 1024 1.00 1.000 2.00 0.500 4.000 4.000
+	  loom_row 65536 10.00 6.000 20.00 3.000 9.000 9.000; loom_tail; } >"$TEST_TMP/p/raw/allreduce-1x2-loom-r1.json" &&
 	python3 "$R" "$TEST_TMP/p" >"$TEST_TMP/prep" && cat "$TEST_TMP/prep" &&
 	if python3 -c "import matplotlib" 2>/dev/null; then
 		grep -qx "Plot: $TEST_TMP/p/compare.svg" "$TEST_TMP/prep" &&
@@ -74,5 +77,13 @@ test_expect_success 'the plot: by matplotlib where it is installed, else one lin
 		grep -qx "No plot: matplotlib is not installed (python3-matplotlib)\." "$TEST_TMP/prep" &&
 		! test -e "$TEST_TMP/p/compare.svg"
 	fi
+'
+test_expect_success 'a run cut short (no totals line) is left out, the whole run before it kept' '
+	mkdir -p "$TEST_TMP/x/raw" &&
+	{ loom_head; loom_row 8 0.14 0.057 0.19 0.042 0.400 0.400; loom_tail
+	  loom_head; loom_row 67108864 11184.81 6.000 33554.43 2.000 10.000 5.000; } >"$TEST_TMP/x/raw/allreduce-1x2-loom-r1.json" &&
+	python3 "$R" "$TEST_TMP/x" >"$TEST_TMP/xrep" && cat "$TEST_TMP/xrep" &&
+	grep -q "^| 8 B | 0.14 | 0.19 |" "$TEST_TMP/xrep" &&
+	! grep -q "^| 64 MiB |" "$TEST_TMP/xrep"
 '
 test_done
