@@ -2,6 +2,8 @@
 # record file, its reader and the hang verdict (loom-doctor, timeout lines)
 runtime_libloom_core_la_SOURCES += runtime/flight/flight.h runtime/flight/flight_rec.c \
 	runtime/flight/flight_read.c runtime/flight/flight_verdict.c
+# lateness: which rank made the others wait (loom-doctor --slow)
+runtime_libloom_core_la_SOURCES += runtime/flight/flight_slow.h runtime/flight/flight_slow.c
 # loom-doctor: reads the records (internals: links the convenience library)
 bin_PROGRAMS += runtime/tools/loom-doctor
 runtime_tools_loom_doctor_SOURCES = runtime/tools/loom_doctor.c
@@ -18,3 +20,8 @@ check_PROGRAMS += runtime/flight/test/flight
 runtime_flight_test_flight_SOURCES = runtime/flight/test/flight.c
 runtime_flight_test_flight_LDADD = runtime/libloom_core.la
 TESTS += runtime/flight/test/flight
+# unit test: the lateness analysis on synthetic records
+check_PROGRAMS += runtime/flight/test/slow
+runtime_flight_test_slow_SOURCES = runtime/flight/test/slow.c
+runtime_flight_test_slow_LDADD = runtime/libloom_core.la
+TESTS += runtime/flight/test/slow

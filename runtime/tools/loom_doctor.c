@@ -3,12 +3,16 @@
  *   loom-doctor [--json] DIR...       the records in DIR (every node's, when shared)
  *   loom-doctor [--json] --job JOBID  each node's records of a running job,
  *                                     copied here with srun --overlap
+ *   loom-doctor --slow [--last N] [--until SEQ] ...
+ *                                     which rank made the others wait
+ *                                     (flight_slow.c), from the same records
  * It reads files anybody may have made, as root too: --max-files (16384)
  * and --max-mb (512) bound what it reads and keeps; what they leave out
  * is said.
- * Exit 0: nothing stuck; 1: a hang or mismatch found; 2: no usable record
- * or a usage error. */
+ * Exit 0: nothing stuck; 1: a hang or mismatch found (--slow: a straggler
+ * named); 2: no usable record or a usage error. */
 #include "flight/flight.h"
+#include "flight/flight_slow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -76,7 +80,8 @@ static size_t limit_arg(const char *s)
 static int usage(void)
 {
 	fprintf(stderr, "usage: loom-doctor [--json] [--max-files N] [--max-mb N] DIR...\n"
-			"       loom-doctor [--json] [--max-files N] [--max-mb N] --job JOBID\n");
+			"       loom-doctor [--json] [--max-files N] [--max-mb N] --job JOBID\n"
+			"       loom-doctor --slow [--last N] [--until SEQ] [options] DIR... | --job JOBID\n");
 	return 2;
 }
 
@@ -144,7 +149,8 @@ int main(int argc, char **argv)
 	struct loom_flight_budget bu = { LOOM_FLIGHT_READ_FILES, LOOM_FLIGHT_READ_BYTES, 0, 0, 0, 0 };
 	char err[700], jobdir[64] = "";
 	const char *job = NULL;
-	int i, n = 0, k, first, stuck;
+	int i, n = 0, k, first, stuck, slow = 0;
+	size_t last = LOOM_FLIGHT_SLOW_LAST, until = 0;
 	struct timespec ts;
 	for (first = 1; first < argc && argv[first][0] == '-'; first++) {
 		if (!strcmp(argv[first], "--json"))
@@ -156,6 +162,14 @@ int main(int argc, char **argv)
 			first++;
 		else if (!strcmp(argv[first], "--max-mb") && first + 1 < argc &&
 			 (bu.max_bytes = limit_arg(argv[first + 1]) << 20))
+			first++;
+		else if (!strcmp(argv[first], "--slow"))
+			slow = 1;
+		else if (!strcmp(argv[first], "--last") && first + 1 < argc &&
+			 (last = limit_arg(argv[first + 1])))
+			first++;
+		else if (!strcmp(argv[first], "--until") && first + 1 < argc &&
+			 (until = limit_arg(argv[first + 1])))
 			first++;
 		else if (!strcmp(argv[first], "--help") || !strcmp(argv[first], "-h"))
 			return usage(), 0;
@@ -184,9 +198,13 @@ int main(int argc, char **argv)
 	}
 	limits_said(&b, &bu);
 	if (b.json)
-		printf("],\"report\":");
+		printf(slow ? "],\"slow\":" : "],\"report\":");
 	clock_gettime(CLOCK_REALTIME, &ts);
-	stuck = loom_flight_report(stdout, all, n, (double)ts.tv_sec + ts.tv_nsec * 1e-9, b.json);
+	if (slow)
+		stuck = loom_flight_slow_report(stdout, all, n, last, until, b.json);
+	else
+		stuck = loom_flight_report(stdout, all, n, (double)ts.tv_sec + ts.tv_nsec * 1e-9,
+					   b.json);
 	if (b.json)
 		printf("}\n");
 	for (i = 0; i < n; i++)
