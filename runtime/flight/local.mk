@@ -15,6 +15,11 @@ t_runtime_flight_hang_SOURCES = t/runtime/flight-hang.c
 t_runtime_flight_hang_LDADD = runtime/libloom.la
 dist_check_SCRIPTS += t/t2100-flight.t t/t2101-flight-corrupt.t t/t2102-flight-plugin.t \
 	t/t6002-flight-mpi.t
+# cluster test: a straggler loom-doctor --slow must name
+check_PROGRAMS += t/runtime/flight-slow
+t_runtime_flight_slow_SOURCES = t/runtime/flight-slow.c
+t_runtime_flight_slow_LDADD = runtime/libloom.la
+dist_check_SCRIPTS += t/t2103-flight-slow.t
 # unit test: writer and reader on one record, and the cost per operation
 check_PROGRAMS += runtime/flight/test/flight
 runtime_flight_test_flight_SOURCES = runtime/flight/test/flight.c

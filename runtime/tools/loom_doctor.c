@@ -176,7 +176,8 @@ int main(int argc, char **argv)
 		else
 			return usage();
 	}
-	if (job ? first != argc : first >= argc)
+	if ((job ? first != argc : first >= argc) ||
+	    (!slow && (until || last != LOOM_FLIGHT_SLOW_LAST)))
 		return usage();
 	if (job && collect(job, jobdir, sizeof jobdir))
 		return 2;
