@@ -19,6 +19,11 @@ test_expect_success 'counters in the file match the operations run' '
 	test "$(prom_value "$f" loom_timeouts_total comm=world)" = 1 &&
 	test "$(prom_value "$f" loom_checkpoints_total comm=world)" = 1
 '
+# 6 allreduces of 1 ms and a barrier of 0.1 ms on "world"; a broadcast would not count
+test_expect_success 'loom_wait_seconds_total: the time in collectives that need every rank' '
+	test "$(prom_value "$f" loom_wait_seconds_total comm=world)" = 0.0061 &&
+	test "$(prom_value "$f" loom_wait_seconds_total rank=1)" = 0.0005
+'
 test_expect_success 'labels: slurm_job_id and slurm_step_id, not job and step (Prometheus owns job)' '
 	test "$(prom_value "$f" loom_timeouts_total comm=world slurm_job_id=77 slurm_step_id=2 rank=3)" = 1 &&
 	! grep -E "[{,](job|step)=" "$f"

@@ -344,6 +344,31 @@ struct family {
 	const char *name, *type, *help;
 };
 
+/* This rank's waiting: its time inside the collectives that need every
+ * rank's part, most of it spent waiting for the last rank to arrive. From
+ * the counters kept anyway, so it costs the operations nothing; what a
+ * rank's lateness cost the others is a query over every rank's series
+ * (contrib/monitoring/README.md, docs/flight-format.md). */
+static void render_wait(struct out *o)
+{
+	static const int sym[] = { LOOM_METRIC_ALLREDUCE, LOOM_METRIC_ALLGATHER,
+				   LOOM_METRIC_REDUCE_SCATTER, LOOM_METRIC_ALLTOALL,
+				   LOOM_METRIC_BARRIER };
+	static const struct family f = { "loom_wait_seconds_total", "counter",
+		"Time in collectives that need every rank's part (allreduce, allgather, "
+		"reduce_scatter, alltoall, barrier), from post to end: mostly waiting for the "
+		"last rank." };
+	char lab[512];
+	emit(o, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.type);
+	for (const struct loom_metrics *m = registry; m; m = m->next) {
+		double w = 0;
+		for (size_t k = 0; k < sizeof sym / sizeof sym[0]; k++)
+			w += m->ops[sym[k]].seconds;
+		make_labels(m, lab, sizeof lab);
+		emit(o, "%s{%s} %.9g\n", f.name, lab, w);
+	}
+}
+
 /* Families are written one after another, each with HELP and TYPE once,
  * then a sample per communicator (and op): what the format requires. */
 static void render_locked(struct out *o)
@@ -417,6 +442,7 @@ static void render_locked(struct out *o)
 			emit(o, "loom_checkpoint_stops_total{%s,reason=\"%s\"} %llu\n", lab,
 			     loom_metrics_stop_name((enum loom_metric_stop)r), m->ckpt_stops[r]);
 	}
+	render_wait(o);
 }
 
 size_t loom_metrics_render(char *buf, size_t len)

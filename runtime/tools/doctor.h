@@ -15,6 +15,10 @@ struct doctor_json *doctor_json_new(void);
 void doctor_json_error(struct doctor_json *j, const char *msg);
 /* the analysis as "report"; returns what loom_flight_analyse returns */
 int doctor_json_report(struct doctor_json *j, struct loom_flight_rec *recs, int n, double now);
+/* --slow: the lateness analysis as "slow"; returns what
+ * loom_flight_slow_analyse returns */
+int doctor_json_slow(struct doctor_json *j, struct loom_flight_rec *recs, int n, uint64_t last,
+		     uint64_t until);
 /* the document on one line into f, then freed */
 int doctor_json_print(struct doctor_json *j, FILE *f);
 void doctor_json_free(struct doctor_json *j);

@@ -5,6 +5,7 @@
  * for a byte past ASCII), so any name makes valid UTF-8 and the output,
  * with JSON_ENSURE_ASCII, stays ASCII. */
 #include "doctor.h"
+#include "flight/flight_slow.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -109,6 +110,55 @@ int doctor_json_report(struct doctor_json *j, struct loom_flight_rec *recs, int 
 			   "verdict", str(verdict));
 	json_object_set_new(j->doc, "report", report ? report : json_null());
 	return stuck;
+}
+
+static void on_slow_comm(void *arg, const struct loom_flight_slow_view *v)
+{
+	struct doctor_json *j = arg;
+	const struct loom_flight_slow *a = v->a;
+	json_t *ranks = json_array(), *c;
+	int k;
+	for (k = 0; ranks && k < a->nr; k++) {
+		const struct loom_flight_slow_rank *r = &a->r[k];
+		json_array_append_new(ranks, json_pack("{s:i,s:i,s:o,s:o,s:i,s:f,s:f,s:f,s:f,s:f}",
+						       "rank", r->rank, "world_rank", r->r->h.rank,
+						       "node", str(r->r->h.node), "host",
+						       str(r->r->h.host), "pid", r->r->h.pid,
+						       "caused_s", r->caused, "per_op_s",
+						       loom_flight_slow_per_op(a, r), "waited_s",
+						       r->waited, "score", r->score, "last_in",
+						       r->last));
+	}
+	c = json_pack("{s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:s,s:f,s:o,s:o,s:o}", "comm",
+		      str(v->label), "name", str(v->name), "job", str(v->job), "step", str(v->step),
+		      "size", a->size, "recorded", a->nr, "operations", a->nops, "first_seq",
+		      u64(a->first), "last_seq", u64(a->end), "kind", loom_flight_slow_kind(a),
+		      "wait_s", a->total, "straggler",
+		      a->straggler ? json_integer(a->r[0].rank) : json_null(), "ranks", ranks,
+		      "text", str(v->conclusion));
+	json_array_append_new(j->comms, c);
+}
+
+int doctor_json_slow(struct doctor_json *j, struct loom_flight_rec *recs, int n, uint64_t last,
+		     uint64_t until)
+{
+	static const struct loom_flight_slow_sink sink = { on_slow_comm };
+	char verdict[1200];
+	int skipped = 0, named;
+	json_t *slow;
+	j->comms = json_array();
+	named = loom_flight_slow_analyse(recs, n, last, until, &sink, j, verdict, sizeof verdict,
+					 &skipped);
+	if (named < 0) {
+		json_decref(j->comms);
+		json_object_set_new(j->doc, "slow", json_null());
+		return named;
+	}
+	slow = json_pack("{s:i,s:o,s:o,s:i,s:b,s:o}", "records", n, "last", u64(last),
+			 "communicators", j->comms, "skipped_slots", skipped, "straggler", named,
+			 "verdict", str(verdict));
+	json_object_set_new(j->doc, "slow", slow ? slow : json_null());
+	return named;
 }
 
 int doctor_json_print(struct doctor_json *j, FILE *f)

@@ -3,13 +3,17 @@
  *   loom-doctor [--json] DIR...       the records in DIR (every node's, when shared)
  *   loom-doctor [--json] --job JOBID  each node's records of a running job,
  *                                     copied here with srun --overlap
+ *   loom-doctor --slow [--last N] [--until SEQ] ...
+ *                                     which rank made the others wait
+ *                                     (flight_slow.c), from the same records
  *   loom-doctor --dump                (internal) what --job runs on each node
  * It reads files anybody may have made, as root too: --max-files (16384)
  * and --max-mb (512) bound what it reads and keeps; what they leave out
  * is said.
- * Exit 0: nothing stuck; 1: a hang or mismatch found; 2: no usable record
- * or a usage error. */
+ * Exit 0: nothing stuck; 1: a hang or mismatch found (--slow: a straggler
+ * named); 2: no usable record or a usage error. */
 #include "doctor.h"
+#include "flight/flight_slow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -69,7 +73,8 @@ static size_t limit_arg(const char *s)
 static int usage(void)
 {
 	fprintf(stderr, "usage: loom-doctor [--json] [--max-files N] [--max-mb N] DIR...\n"
-			"       loom-doctor [--json] [--max-files N] [--max-mb N] --job JOBID\n");
+			"       loom-doctor [--json] [--max-files N] [--max-mb N] --job JOBID\n"
+			"       loom-doctor --slow [--last N] [--until SEQ] [options] DIR... | --job JOBID\n");
 	return 2;
 }
 
@@ -80,7 +85,8 @@ int main(int argc, char **argv)
 	struct loom_flight_budget bu = { LOOM_FLIGHT_READ_FILES, LOOM_FLIGHT_READ_BYTES, 0, 0, 0, 0 };
 	char err[700], jobdir[64] = "";
 	const char *job = NULL;
-	int i, n = 0, k, first, stuck, json = 0, dump = 0;
+	int i, n = 0, k, first, stuck, json = 0, dump = 0, slow = 0;
+	size_t last = LOOM_FLIGHT_SLOW_LAST, until = 0;
 	double now;
 	struct timespec ts;
 	for (first = 1; first < argc && argv[first][0] == '-'; first++) {
@@ -96,14 +102,23 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[first], "--max-mb") && first + 1 < argc &&
 			 (bu.max_bytes = limit_arg(argv[first + 1]) << 20))
 			first++;
+		else if (!strcmp(argv[first], "--slow"))
+			slow = 1;
+		else if (!strcmp(argv[first], "--last") && first + 1 < argc &&
+			 (last = limit_arg(argv[first + 1])))
+			first++;
+		else if (!strcmp(argv[first], "--until") && first + 1 < argc &&
+			 (until = limit_arg(argv[first + 1])))
+			first++;
 		else if (!strcmp(argv[first], "--help") || !strcmp(argv[first], "-h"))
 			return usage(), 0;
 		else
 			return usage();
 	}
 	if (dump)
-		return job || json || first != argc ? usage() : doctor_dump(&bu);
-	if (job ? first != argc : first >= argc)
+		return job || json || slow || first != argc ? usage() : doctor_dump(&bu);
+	if ((job ? first != argc : first >= argc) ||
+	    (!slow && (until || last != LOOM_FLIGHT_SLOW_LAST)))
 		return usage();
 	if (json && !(b.json = doctor_json_new())) {
 		fprintf(stderr, "loom-doctor: out of memory\n");
@@ -131,10 +146,12 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 	if (b.json) {
-		stuck = doctor_json_report(b.json, all, n, now);
+		stuck = slow ? doctor_json_slow(b.json, all, n, last, until)
+			     : doctor_json_report(b.json, all, n, now);
 		doctor_json_print(b.json, stdout);
 	} else {
-		stuck = loom_flight_report(stdout, all, n, now);
+		stuck = slow ? loom_flight_slow_report(stdout, all, n, last, until)
+			     : loom_flight_report(stdout, all, n, now);
 	}
 	for (i = 0; i < n; i++)
 		loom_flight_rec_clear(&all[i]);
