@@ -10,6 +10,7 @@ t_security_handshake_fuzz_SOURCES = t/security/handshake_fuzz.c
 t_security_handshake_fuzz_CFLAGS = $(AM_CFLAGS) -pthread
 t_security_handshake_fuzz_LDADD = runtime/libloom_core.la
 EXTRA_DIST += t/security/flood.py t/security/squat.py
+EXTRA_DIST += t/security/relay.py
 
 dist_check_SCRIPTS += \
 	t/t7000-rendezvous-attacks.t \
@@ -17,3 +18,4 @@ dist_check_SCRIPTS += \
 	t/t7003-handshake-fuzz.t
 dist_check_SCRIPTS += t/t7110-metrics-file.t
 dist_check_SCRIPTS += t/t7111-doctor-bounds.t
+dist_check_SCRIPTS += t/t7004-relay.t
