@@ -9,6 +9,10 @@ test_expect_success 'fuzzed handshakes: only the real peer is taken, no forged s
 	grep -v "refused a connection" "$TEST_TMP/o" | head -30
 	test $rc = 0 && ! grep -q "^not ok" "$TEST_TMP/o" && grep -q "^ok .* none taken" "$TEST_TMP/o"
 '
+test_expect_success 'the relayed hello and the one for another rank are logged as a relay' '
+	grep "saw the connection as 127.0.0.1:[0-9]* -> 127.0.0.1:[0-9]*, this side as 127.0.0.1:[0-9]* -> 127.0.0.1:[0-9]*: a relay? refused" "$TEST_TMP/o" &&
+	grep "meant to reach 3, this side is 0: a relay? refused" "$TEST_TMP/o"
+'
 if command -v valgrind >/dev/null 2>&1; then
 test_expect_success 'the same under valgrind: no invalid read or write, no uninitialised use' '
 	"$LOOM_BUILD_DIR/libtool" --mode=execute valgrind -q --error-exitcode=99 --trace-children=no \

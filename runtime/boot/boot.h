@@ -12,7 +12,7 @@ struct loom_boot {
 	int rank, size;
 	uint64_t nonce;
 	uint8_t key[LOOM_KEY_LEN];      /* the handshakes' HMAC key */
-	uint8_t shm_key[16];            /* rank 0's random bits: shm names */
+	uint8_t shm_key[16];            /* shm names: derived from key and nonce */
 	int have_secret;                /* key from LOOM_JOB_SECRET or PMIx */
 	int listen_fd;                  /* the engine's, for the job's life */
 	uint32_t *ip;                   /* world rank -> address (network order) */
@@ -40,6 +40,7 @@ int loom_native_finalize(struct loom_comm *world);
 
 /* the job key and the random bits of a world (rank 0 makes them) */
 int loom_boot_keys(struct loom_boot *b);
-int loom_boot_fresh_ids(struct loom_boot *b);
+int loom_boot_fresh_ids(struct loom_boot *b);  /* after the key: the nonce and shm key */
+void loom_boot_shm_key(struct loom_boot *b);   /* shm_key from key and nonce */
 
 #endif

@@ -34,7 +34,20 @@ int loom_boot_keys(struct loom_boot *b)
 int loom_boot_fresh_ids(struct loom_boot *b)
 {
 	int rc = loom_random_bytes(&b->nonce, sizeof b->nonce);
-	return rc ? rc : loom_random_bytes(b->shm_key, sizeof b->shm_key);
+	if (!rc)
+		loom_boot_shm_key(b);
+	return rc;
+}
+
+/* HMAC(key, "lshm" nonce): the same on every rank, never on the wire,
+ * unguessable without the key */
+void loom_boot_shm_key(struct loom_boot *b)
+{
+	uint8_t m[4 + 8], mac[LOOM_MAC_LEN];
+	memcpy(m, "lshm", 4);
+	memcpy(m + 4, &b->nonce, 8);
+	loom_hmac(b->key, m, sizeof m, mac);
+	memcpy(b->shm_key, mac, sizeof b->shm_key);
 }
 
 /* ip in network order, 0: every interface; want_port 0: any free one */

@@ -16,11 +16,13 @@
  * to its node's ranks: rank 0 takes one connection per other node, not
  * one per rank, and sends the table RV_FANOUT times. Without LOCAL_RANK / LOCAL_WORLD_SIZE, or with
  * LOOM_BOOTSTRAP_TREE=0, a rank says hello to rank 0 alone (a group of
- * one; rank 0 records the address it came from), and both kinds mix.
+ * one; rank 0 records the address its hello is bound to), and both
+ * kinds mix.
  *
  * Every hello, on TCP and on the Unix socket, is the authenticated one
- * of transport_handshake.c (LOOM_JOB_SECRET); every reply is MAC'd over
- * its SHA-256. Everything taken from the wire is checked (rendezvous.c).
+ * of transport_handshake.c (LOOM_JOB_SECRET), bound to its connection and
+ * to the rank it means to reach; every reply is MAC'd over its SHA-256
+ * and encrypted under a key of its connection's. Everything taken from the wire is checked (rendezvous.c).
  * Ranks retry until LOOM_BOOTSTRAP_TIMEOUT (default 120 s). Each rank
  * listens for the TCP engine on the address its peers are told; the
  * engine connects to a peer when it first has a message for it.
@@ -154,7 +156,7 @@ int loom_boot_env(struct loom_boot *b)
 		goto out;
 	if (b->rank != 0) {
 		b->nonce = j.reply->nonce;
-		memcpy(b->shm_key, j.reply->shm_key, sizeof b->shm_key);
+		loom_boot_shm_key(b);
 	}
 	tab = (const struct rv_entry *)(j.reply + 1);
 	for (i = 0; i < b->size; i++) {

@@ -42,7 +42,8 @@ static int table_to_children(struct rv_job *j, int ts, int n, const uint8_t *dig
 {
 	struct loom_boot *b = j->b;
 	struct tree_kids k = { b->size, 0, calloc((size_t)n, sizeof(struct loom_hs_peer)) };
-	struct loom_hs_cfg cfg = { b->key, LOOM_HS_TREE, 0, "the bootstrap tree socket", tree_child, &k, 0, NULL };
+	struct loom_hs_cfg cfg = { b->key, LOOM_HS_TREE, 0, "the bootstrap tree socket", tree_child, &k, 0, NULL,
+				   b->rank };
 	int rc, i;
 	if (!k.p)
 		return LOOM_ERR_NOMEM;
@@ -69,7 +70,7 @@ static int table_from_parent(struct rv_job *j, const struct rv_route *r)
 	struct in_addr a = { r->parent_ip };
 	int rc = loom_hs_dial_tcp(r->parent_ip, r->parent_port, LOOM_HS_TREE, j->deadline, &p);
 	if (!rc)
-		rc = loom_hs_hello(b->key, &p, LOOM_HS_TREE, b->rank, b->size, NULL, 0, j->deadline);
+		rc = loom_hs_hello(b->key, &p, LOOM_HS_TREE, b->rank, b->size, r->parent, NULL, 0, j->deadline);
 	if (!rc)
 		rc = loom_hs_read_reply(b->key, &p, j->reply, j->rlen, j->deadline);
 	if (p.fd >= 0)
@@ -89,7 +90,7 @@ static int hello_once(struct rv_job *j, struct loom_hs_peer *p, const struct rv_
 		      size_t flen, struct rv_route *r)
 {
 	struct loom_boot *b = j->b;
-	int rc = loom_hs_hello(b->key, p, LOOM_HS_RENDEZVOUS, b->rank, b->size, h, sizeof *h, j->deadline);
+	int rc = loom_hs_hello(b->key, p, LOOM_HS_RENDEZVOUS, b->rank, b->size, 0, h, sizeof *h, j->deadline);
 	if (!rc && flen && loom_fd_write_all(p->fd, follow, flen, j->deadline))
 		rc = LOOM_HS_CLOSED;
 	if (!rc)

@@ -134,7 +134,7 @@ static void abort_rank0(struct rv_job *j)
 	h.pid = j->me.pid;
 	memcpy(h.node, j->me.node, sizeof h.node);
 	h.count = RV_ABORT;
-	loom_hs_hello(j->b->key, &p, LOOM_HS_RENDEZVOUS, j->b->rank, j->b->size, &h, sizeof h, until);
+	loom_hs_hello(j->b->key, &p, LOOM_HS_RENDEZVOUS, j->b->rank, j->b->size, 0, &h, sizeof h, until);
 	close(p.fd);
 }
 
@@ -146,7 +146,7 @@ int loom_rv_node_leader(struct rv_job *j, int ls0)
 	char what[160];
 	int L = j->local_size, ls = -1, rc, i, taken, pending = 0;
 	struct loom_hs_cfg cfg = { b->key, LOOM_HS_NODE, sizeof(struct rv_local_hello), what, local_peer, &n, 1,
-				   &pending };
+				   &pending, 0 };
 	uint8_t digest[32];
 	n.g = calloc((size_t)L, sizeof *n.g);
 	n.peers = calloc((size_t)L, sizeof *n.peers);
@@ -258,7 +258,7 @@ int loom_rv_node_member(struct rv_job *j)
 	h.e = j->me;
 	rc = loom_rv_alloc_reply(j);
 	if (!rc)
-		rc = loom_hs_hello(b->key, &p, LOOM_HS_NODE, b->rank, b->size, &h, sizeof h, j->deadline);
+		rc = loom_hs_hello(b->key, &p, LOOM_HS_NODE, b->rank, b->size, 0, &h, sizeof h, j->deadline);
 	if (!rc)
 		rc = loom_hs_read_reply(b->key, &p, j->reply, j->rlen, j->deadline);
 	close(p.fd);

@@ -6,8 +6,11 @@
  * (loom_pmix_peer_addr): N lookups per rank at init cost 0.7 s of a
  * 256-rank init on the test host, and a rank talks to O(log N) of them.
  * Where PMIx cannot give the map, every address is read at init. Rank 0
- * also publishes the world's random key, nonce and shm key, which only
- * the job's own processes can get from their PMIx server. The address is
+ * also publishes the world's random key and nonce, which only the job's
+ * own processes can get from their PMIx server (the shm key is derived
+ * from them). The mesh connections' hellos are bound to the connection
+ * and the rank dialed (transport_handshake.c), as under the env
+ * bootstrap. The address is
  * this host's first non-loopback IPv4 address (127.0.0.1 when there is
  * none); the TCP engine listens on it alone. Built only with PMIx
  * (HAVE_PMIX). */
@@ -120,8 +123,8 @@ int loom_pmix_finalize(void)
 	return PMIx_Finalize(NULL, 0) == PMIX_SUCCESS ? LOOM_SUCCESS : LOOM_ERR_BOOTSTRAP;
 }
 
-/* rank 0's random bits, as hex: key, nonce, shm key */
-#define SECRET_BYTES (LOOM_KEY_LEN + 8 + 16)
+/* rank 0's random bits, as hex: key, nonce (the shm key is derived) */
+#define SECRET_BYTES (LOOM_KEY_LEN + 8)
 
 static int put_secret(struct loom_boot *b)
 {
@@ -166,7 +169,7 @@ static int get_secret(struct loom_boot *b, const pmix_proc_t *me)
 	}
 	memcpy(b->key, raw, LOOM_KEY_LEN);
 	memcpy(&b->nonce, raw + LOOM_KEY_LEN, 8);
-	memcpy(b->shm_key, raw + LOOM_KEY_LEN + 8, 16);
+	loom_boot_shm_key(b);
 	OPENSSL_cleanse(raw, sizeof raw);
 	b->have_secret = 1;
 	return LOOM_SUCCESS;
@@ -254,8 +257,8 @@ int loom_boot_pmix(struct loom_boot *b)
 	b->pid[b->rank] = (int)getpid();
 	b->listen_fd = -1;
 	if (b->size == 1) {
-		if ((rc = loom_boot_fresh_ids(b)) == LOOM_SUCCESS)
-			rc = loom_random_bytes(b->key, sizeof b->key);
+		if ((rc = loom_random_bytes(b->key, sizeof b->key)) == LOOM_SUCCESS)
+			rc = loom_boot_fresh_ids(b);
 		b->have_secret = 1;
 		if (rc)
 			PMIx_Finalize(NULL, 0);

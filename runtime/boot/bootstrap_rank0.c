@@ -25,8 +25,10 @@ static int rank0_flat(struct rank0 *z, const struct loom_hs_peer *p, const struc
 		snprintf(why, wlen, "rank 0 is this process");
 		return -1;
 	}
+	/* the address its MAC'd hello says it dialed from (the handshake
+	 * checked it against the connection), never a source address alone */
 	memset(&e, 0, sizeof e);
-	e.ip = p->ip;
+	e.ip = p->bind.cli_ip;
 	e.port = h->port;
 	e.pid = h->pid;
 	memcpy(e.node, h->node, sizeof e.node);
@@ -106,7 +108,6 @@ static int rank0_answer(struct rank0 *z)
 	uint8_t digest[32];
 	int i, parent, direct = 0;
 	j->reply->nonce = j->b->nonce;
-	memcpy(j->reply->shm_key, j->b->shm_key, sizeof j->reply->shm_key);
 	memcpy(j->reply + 1, z->t.tab, (size_t)z->t.size * sizeof *z->t.tab);
 	loom_sha256(j->reply, j->rlen, digest);
 	for (i = 0; i < z->npeers; i++) {
@@ -118,7 +119,7 @@ static int rank0_answer(struct rank0 *z)
 			struct rv_hello ph;
 			memcpy(&ph, z->peers[parent].payload, sizeof ph);
 			r.parent = z->peers[parent].rank;
-			r.parent_ip = z->peers[parent].ip;
+			r.parent_ip = z->peers[parent].bind.cli_ip;
 			r.parent_port = ph.tport;
 		}
 		if (loom_hs_reply(j->b->key, &z->peers[i], &r, sizeof r, NULL, j->deadline) ||
@@ -138,7 +139,8 @@ int loom_rv_rank0(struct rv_job *j, int ls, const struct rv_ranked *own, uint32_
 {
 	struct rank0 z;
 	char what[96], why[160];
-	struct loom_hs_cfg cfg = { j->b->key, LOOM_HS_RENDEZVOUS, sizeof(struct rv_hello), what, rank0_peer, &z, 0, NULL };
+	struct loom_hs_cfg cfg = { j->b->key, LOOM_HS_RENDEZVOUS, sizeof(struct rv_hello), what, rank0_peer, &z, 0,
+				   NULL, 0 };
 	double t0 = loom_now();
 	int rc, i;
 	memset(&z, 0, sizeof z);

@@ -23,7 +23,8 @@ struct rv_ranked {
 };
 
 /* a hello to rank 0 (rank and size travel in the handshake). Flat, count
- * 0: the rank's own entry, at the address rank 0 sees it come from. A
+ * 0: the rank's own entry, at the address its hello is bound to (the
+ * handshake's MAC covers it and rank 0 checks it). A
  * node leader's group hello, count > 0: its node's count rv_ranked follow
  * the hello on the same connection, digest is their SHA-256, so the
  * hello's MAC covers them. A leader that failed its node sends count
@@ -45,10 +46,10 @@ struct rv_local_hello {
 	struct rv_entry e;
 };
 
-/* the table reply: the world's random bits, then the table */
+/* the table reply (encrypted on the wire): the world's nonce, then the
+ * table; each rank derives the shm key from the job key and the nonce */
 struct rv_head {
 	uint64_t nonce;
-	uint8_t shm_key[16];
 };
 
 /* Rank 0's first reply to each connection (a node leader or a flat rank):

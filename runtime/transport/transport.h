@@ -27,10 +27,21 @@
 #define LOOM_HS_REFUSED 5       /* loom_hs_read_reply: the server says our hello failed its check */
 #define LOOM_HS_CLOSED 6        /* loom_hs_hello, loom_hs_read_reply: closed before a reply, without
 				 * a word (evicted under a flood, the server restarting): dial again */
+/* a connection as one side sees it, in both MACs: the client's address
+ * and port (its getsockname, the server's getpeername) and the server's
+ * (the other way round); AF_UNIX: zeros (SO_PEERCRED guards it). A relay
+ * holds two connections, so the two sides' views of one differ. */
+struct loom_hs_bind {
+	uint32_t cli_ip, srv_ip;        /* network order */
+	uint16_t cli_port, srv_port;    /* host order */
+};
 struct loom_hs_peer {
-	int fd, rank, size;
-	uint32_t ip;                    /* network order */
+	int fd, rank, size;             /* rank: the client's */
+	int srv_rank;                   /* the rank or role the client meant to reach (cfg->self) */
+	uint32_t kind;
+	uint32_t ip;                    /* network order; on the server, the client's bound address */
 	int local_pid, local_uid;       /* AF_UNIX: the other process (SO_PEERCRED) */
+	struct loom_hs_bind bind;       /* the connection, as both sides agreed */
 	uint8_t srv_ch[LOOM_HS_CH], cli_ch[LOOM_HS_CH];
 	uint8_t payload[LOOM_HS_MAX_PAYLOAD];
 };
@@ -46,6 +57,9 @@ struct loom_hs_cfg {
 	int strict;                     /* a hello without the key is fatal, not dropped:
 					 * only the job's own user can reach the socket */
 	int *left_pending;              /* if set: connections in their hello when the accept ended */
+	int self;                       /* who this side is, what a hello must mean to reach:
+					 * RENDEZVOUS 0, MESH the engine's rank, TREE the
+					 * parent's rank, NODE 0 (LOCAL_RANK 0) */
 };
 /* accept until `need` peers were taken: LOOM_ERR_TIMEOUT at deadline;
  * AF_UNIX listeners take only this user's processes (SO_PEERCRED) */
@@ -64,7 +78,8 @@ int loom_hs_acceptor_poll(struct loom_hs_acceptor *a, struct pollfd *pf, double 
 int loom_hs_acceptor_step(struct loom_hs_acceptor *a, int lfd, int listen_ready,
 			  const struct pollfd *pf, int np, int need);
 /* digest: SHA-256 of reply when the caller has it (one table, many
- * replies), else NULL */
+ * replies), else NULL. A reply of rlen > 0 travels encrypted (AES-256-GCM
+ * under a key of this connection's: LOOM_AEAD_TAG more bytes) */
 int loom_hs_reply(const uint8_t *key, const struct loom_hs_peer *p, const void *reply, size_t rlen,
 		  const uint8_t *digest, double deadline);
 /* in a reply's place: "your hello failed its check" (gave_up 0, which
@@ -77,7 +92,9 @@ int loom_hs_refuse(int fd, int gave_up);
 int loom_hs_dial(const struct sockaddr *to, socklen_t tolen, uint32_t kind, double deadline,
 		 struct loom_hs_peer *p);
 int loom_hs_dial_tcp(uint32_t ip, uint16_t port, uint32_t kind, double deadline, struct loom_hs_peer *p);
-int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int rank, int size,
+/* rank: this side's; to: the rank or role it means to reach (the
+ * server's cfg->self, else refused as a relay) */
+int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int rank, int size, int to,
 		  const void *payload, size_t plen, double deadline);
 int loom_hs_read_reply(const uint8_t *key, const struct loom_hs_peer *p, void *reply, size_t rlen,
 		       double deadline);
@@ -90,13 +107,13 @@ int loom_hs_read_reply(const uint8_t *key, const struct loom_hs_peer *p, void *r
 #define LOOM_HS_DIAL_DECLINED (-2)
 #define LOOM_HS_DIAL_FORGED (-3)
 struct loom_hs_dialer {
-	int fd, phase;
+	int fd, phase, to;
 	short events;
 	size_t got;
 	uint8_t buf[32];
 	struct loom_hs_peer p;
 };
-int loom_hs_dialer_start(struct loom_hs_dialer *d, uint32_t ip, uint16_t port);
+int loom_hs_dialer_start(struct loom_hs_dialer *d, uint32_t ip, uint16_t port, int to);
 int loom_hs_dialer_step(struct loom_hs_dialer *d, const uint8_t *key, uint32_t kind, int rank,
 			int size, const void *payload, size_t plen);
 /* a server that failed answers the next `count` dialers (until deadline)

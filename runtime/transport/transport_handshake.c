@@ -3,22 +3,36 @@
  * (docs/security.md).
  *
  *   server, on accept:  magic kind challenge_s                 (24 bytes)
- *   client:             magic kind rank size challenge_c
+ *   client:             magic kind rank size to challenge_c bind
  *                       payload[plen] HMAC(key, "lhel" challenge_s hello)
  *   server, once it takes the peer:
- *                       HMAC(key, "lrep" challenge_s challenge_c rank
- *                       SHA-256(reply)) reply[rlen]
+ *                       HMAC(key, "lrep" challenge_s challenge_c kind
+ *                       rank to bind SHA-256(reply))
+ *                       AES-256-GCM(reply[rlen]) tag       (rlen > 0)
  *   or, in the reply's place, when it will not take the peer:
  *                       magic "RFSD"|"GAVE" zero[24]               (32 bytes)
  *
  * Both sides prove that they hold the job key; the key never travels, and
- * fresh challenges make a recorded exchange useless. Lengths are fixed by
- * the kind and known to both sides, never taken from the wire. The last
- * frame says "your hello failed its check" (RFSD) or "this side failed"
- * (GAVE): it tells the client nothing it did not know, and lets it tell
- * a refusal, which ends its rendezvous at once, from a connection closed
- * without a word (evicted under a flood, the server restarting), which it
- * dials again until its deadline.
+ * fresh challenges make a recorded exchange useless. Both MACs are bound
+ * to the connection and the roles: `to` is the rank (or role) the client
+ * means to reach, `bind` the connection's addresses and ports as the
+ * client sees them. The server checks the MAC (the key), then compares
+ * `to` with who it is and `bind` with its own view of the connection: a
+ * relay without the key, which holds one connection to each side, can
+ * pass a hello on but never make the two views agree (docs/security.md).
+ * A reply is encrypted under a key of this connection's (HMAC(key,
+ * "lenc" challenge_s challenge_c)) with its MAC as the IV: the MAC
+ * differs for every reply of a connection unless the bytes are the same.
+ * Lengths are fixed by the kind and known to both sides, never taken
+ * from the wire.
+ *
+ * The frame in the reply's place says "your hello failed its check"
+ * (RFSD) or "this side failed" (GAVE): it tells the client nothing it did
+ * not know, and lets it tell a refusal, which ends its rendezvous at
+ * once, from a connection closed without a word (evicted under a flood,
+ * the server restarting, a relay refused), which it dials again until
+ * its deadline. A hello whose MAC holds but whose views differ (a relay)
+ * is closed without a word: the real client behind the relay dials again.
  *
  * The server keeps up to HS_PENDING connections in flight at once, each
  * with its own short deadline; a failed hello is logged and dropped. When
@@ -38,6 +52,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +88,9 @@ struct hs_refusal {
 
 struct hs_hello {
 	uint32_t magic, kind;
-	int32_t rank, size;
+	int32_t rank, size, to;
 	uint8_t ch[LOOM_HS_CH];
+	struct loom_hs_bind bind;
 };
 
 #define HS_MAX_MSG (sizeof(struct hs_hello) + LOOM_HS_MAX_PAYLOAD + LOOM_MAC_LEN)
@@ -92,14 +108,51 @@ static void hello_mac(const uint8_t *key, const uint8_t srv_ch[LOOM_HS_CH], cons
 static void reply_mac(const uint8_t *key, const struct loom_hs_peer *p, const uint8_t digest[32],
 		      uint8_t mac[LOOM_MAC_LEN])
 {
-	uint8_t m[4 + 2 * LOOM_HS_CH + 4 + 32];
-	int32_t r = p->rank;
-	memcpy(m, "lrep", 4);
+	uint8_t m[4 + 2 * LOOM_HS_CH + 12 + sizeof p->bind + 32], *q = m;
+	int32_t r[3] = { (int32_t)p->kind, p->rank, p->srv_rank };
+	memcpy(q, "lrep", 4), q += 4;
+	memcpy(q, p->srv_ch, LOOM_HS_CH), q += LOOM_HS_CH;
+	memcpy(q, p->cli_ch, LOOM_HS_CH), q += LOOM_HS_CH;
+	memcpy(q, r, sizeof r), q += sizeof r;
+	memcpy(q, &p->bind, sizeof p->bind), q += sizeof p->bind;
+	memcpy(q, digest, 32);
+	loom_hmac(key, m, sizeof m, mac);
+}
+
+/* the key this connection's replies are encrypted under */
+static void reply_key(const uint8_t *key, const struct loom_hs_peer *p, uint8_t k[LOOM_MAC_LEN])
+{
+	uint8_t m[4 + 2 * LOOM_HS_CH];
+	memcpy(m, "lenc", 4);
 	memcpy(m + 4, p->srv_ch, LOOM_HS_CH);
 	memcpy(m + 4 + LOOM_HS_CH, p->cli_ch, LOOM_HS_CH);
-	memcpy(m + 4 + 2 * LOOM_HS_CH, &r, 4);
-	memcpy(m + 8 + 2 * LOOM_HS_CH, digest, 32);
-	loom_hmac(key, m, sizeof m, mac);
+	loom_hmac(key, m, sizeof m, k);
+}
+
+/* the connection as this side sees it (zeros but on TCP over IPv4) */
+static void view(int fd, int server, struct loom_hs_bind *b)
+{
+	struct sockaddr_storage me, them;
+	socklen_t ml = sizeof me, tl = sizeof them;
+	const struct sockaddr_in *m = (const struct sockaddr_in *)&me, *t = (const struct sockaddr_in *)&them;
+	memset(b, 0, sizeof *b);
+	if (getsockname(fd, (struct sockaddr *)&me, &ml) || getpeername(fd, (struct sockaddr *)&them, &tl) ||
+	    me.ss_family != AF_INET || them.ss_family != AF_INET)
+		return;
+	if (server)
+		m = (const struct sockaddr_in *)&them, t = (const struct sockaddr_in *)&me;
+	b->cli_ip = m->sin_addr.s_addr;
+	b->cli_port = ntohs(m->sin_port);
+	b->srv_ip = t->sin_addr.s_addr;
+	b->srv_port = ntohs(t->sin_port);
+}
+
+static void bind_name(const struct loom_hs_bind *b, char *out, size_t len)
+{
+	char c[INET_ADDRSTRLEN], s[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &b->cli_ip, c, sizeof c);
+	inet_ntop(AF_INET, &b->srv_ip, s, sizeof s);
+	snprintf(out, len, "%s:%u -> %s:%u", c, b->cli_port, s, b->srv_port);
 }
 
 static int local_peer_pid(int fd, uid_t *uid);
@@ -353,12 +406,16 @@ static void admit(struct loom_hs_acceptor *a, int fd, const struct sockaddr_stor
 }
 
 /* a hello that failed its check: dropped, or under cfg->strict (only the
- * job's own processes can reach the socket) the job's misconfiguration */
-static int refuse_hello(struct loom_hs_acceptor *a, int i, const char *why)
+ * job's own processes can reach the socket) the job's misconfiguration.
+ * say: tell the client so (RFSD), which ends its rendezvous; a relayed
+ * hello is closed without a word, so the real rank behind the relay, to
+ * which the relay passes what it gets, dials again. */
+static int refuse_hello(struct loom_hs_acceptor *a, int i, const char *why, int say)
 {
 	char who[48];
 	if (!a->cfg->strict) {
-		loom_hs_refuse(a->p[i].fd, 0);  /* the client knows what it sent */
+		if (say)
+			loom_hs_refuse(a->p[i].fd, 0);  /* the client knows what it sent */
 		refuse(a, i, why);
 		return 0;
 	}
@@ -374,20 +431,41 @@ static int judge(struct loom_hs_acceptor *a, int i)
 	struct pending *p = &a->p[i];
 	struct hs_hello h;
 	struct loom_hs_peer peer;
+	struct loom_hs_bind seen;
 	uint8_t mac[LOOM_MAC_LEN];
 	size_t body = sizeof h + cfg->plen;
+	char why[200], theirs[64], mine[64];
 	int rc;
 	memcpy(&h, p->buf, sizeof h);
 	if (h.magic != HS_MAGIC || h.kind != cfg->kind)
-		return refuse_hello(a, i, "not a loom hello");
+		return refuse_hello(a, i, "not a loom hello", 1);
 	hello_mac(cfg->key, p->ch, p->buf, body, mac);
 	if (!loom_mac_equal(mac, p->buf + body))
-		return refuse_hello(a, i, "it does not hold this job's secret (LOOM_JOB_SECRET)");
+		return refuse_hello(a, i, "it does not hold this job's secret (LOOM_JOB_SECRET)", 1);
+	/* the key is proven; the hello must also be for this connection and
+	 * for this side, not one passed on by a relay */
+	view(p->fd, 1, &seen);
+	if (h.bind.cli_ip != seen.cli_ip || h.bind.cli_port != seen.cli_port || h.bind.srv_ip != seen.srv_ip ||
+	    h.bind.srv_port != seen.srv_port) {
+		bind_name(&h.bind, theirs, sizeof theirs);
+		bind_name(&seen, mine, sizeof mine);
+		snprintf(why, sizeof why, "the peer (rank %d) saw the connection as %s, this side as %s: a relay? "
+			 "refused", h.rank, theirs, mine);
+		return refuse_hello(a, i, why, 0);
+	}
+	if (h.to != cfg->self) {
+		snprintf(why, sizeof why, "the peer (rank %d) meant to reach %d, this side is %d: a relay? refused",
+			 h.rank, h.to, cfg->self);
+		return refuse_hello(a, i, why, 0);
+	}
 	memset(&peer, 0, sizeof peer);
 	peer.fd = p->fd;
 	peer.rank = h.rank;
 	peer.size = h.size;
-	peer.ip = p->ip;
+	peer.srv_rank = cfg->self;
+	peer.kind = cfg->kind;
+	peer.bind = seen;
+	peer.ip = seen.cli_ip;  /* the address the MAC covers */
 	peer.local_pid = p->local_pid;
 	memcpy(peer.srv_ch, p->ch, LOOM_HS_CH);
 	memcpy(peer.cli_ch, h.ch, LOOM_HS_CH);
@@ -566,16 +644,28 @@ int loom_hs_accept_until(int lfd, const struct loom_hs_cfg *cfg, int (*enough)(v
 int loom_hs_reply(const uint8_t *key, const struct loom_hs_peer *p, const void *reply, size_t rlen,
 		  const uint8_t *digest, double deadline)
 {
-	uint8_t mac[LOOM_MAC_LEN], d[32];
+	uint8_t mac[LOOM_MAC_LEN], d[32], k[LOOM_MAC_LEN], *c = NULL;
+	int rc = LOOM_SUCCESS;
 	if (!digest) {
 		loom_sha256(reply, rlen, d);
 		digest = d;
 	}
 	reply_mac(key, p, digest, mac);
-	if (loom_fd_write_all(p->fd, mac, sizeof mac, deadline) ||
-	    (rlen && loom_fd_write_all(p->fd, reply, rlen, deadline)))
-		return LOOM_ERR_BOOTSTRAP;
-	return LOOM_SUCCESS;
+	if (rlen) {
+		/* sealed per connection: a table sent to many costs one AES
+		 * pass each (GB/s), the digest is shared */
+		if (!(c = malloc(rlen + LOOM_AEAD_TAG)))
+			return LOOM_ERR_NOMEM;
+		reply_key(key, p, k);
+		if (loom_aead_seal(k, mac, reply, rlen, c, c + rlen))
+			rc = LOOM_ERR_SYSTEM;
+		OPENSSL_cleanse(k, sizeof k);
+	}
+	if (!rc && (loom_fd_write_all(p->fd, mac, sizeof mac, deadline) ||
+		    (rlen && loom_fd_write_all(p->fd, c, rlen + LOOM_AEAD_TAG, deadline))))
+		rc = LOOM_ERR_BOOTSTRAP;
+	free(c);
+	return rc;
 }
 
 /* ---- client ---- */
@@ -640,7 +730,7 @@ int loom_hs_dial_tcp(uint32_t ip, uint16_t port, uint32_t kind, double deadline,
 	return loom_hs_dial((const struct sockaddr *)&a, sizeof a, kind, deadline, p);
 }
 
-int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int rank, int size,
+int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int rank, int size, int to,
 		  const void *payload, size_t plen, double deadline)
 {
 	uint8_t m[HS_MAX_MSG];
@@ -652,11 +742,16 @@ int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int
 	h.kind = kind;
 	h.rank = rank;
 	h.size = size;
+	h.to = to;
+	view(p->fd, 0, &h.bind);
 	if (loom_random_bytes(h.ch, sizeof h.ch))
 		return LOOM_ERR_SYSTEM;
 	memcpy(p->cli_ch, h.ch, LOOM_HS_CH);
 	p->rank = rank;
 	p->size = size;
+	p->srv_rank = to;
+	p->kind = kind;
+	p->bind = h.bind;
 	memcpy(m, &h, sizeof h);
 	if (plen)
 		memcpy(m + sizeof h, payload, plen);
@@ -668,8 +763,9 @@ int loom_hs_hello(const uint8_t *key, struct loom_hs_peer *p, uint32_t kind, int
 int loom_hs_read_reply(const uint8_t *key, const struct loom_hs_peer *p, void *reply, size_t rlen,
 		       double deadline)
 {
-	uint8_t mac[LOOM_MAC_LEN], want[LOOM_MAC_LEN], d[32];
+	uint8_t mac[LOOM_MAC_LEN], want[LOOM_MAC_LEN], d[32], k[LOOM_MAC_LEN], tag[LOOM_AEAD_TAG];
 	struct hs_refusal no;
+	int bad;
 	if (loom_fd_read_all(p->fd, mac, sizeof mac, deadline))
 		return loom_now() < deadline ? LOOM_HS_CLOSED : LOOM_ERR_TIMEOUT;
 	memset(&no, 0, sizeof no);
@@ -680,8 +776,16 @@ int loom_hs_read_reply(const uint8_t *key, const struct loom_hs_peer *p, void *r
 	no.kind = HS_GAVE_UP;
 	if (!memcmp(mac, &no, sizeof no))
 		return LOOM_HS_GAVE_UP;
-	if (rlen && loom_fd_read_all(p->fd, reply, rlen, deadline))
+	if (rlen && (loom_fd_read_all(p->fd, reply, rlen, deadline) ||
+		     loom_fd_read_all(p->fd, tag, sizeof tag, deadline)))
 		return LOOM_ERR_BOOTSTRAP;
+	if (rlen) {
+		reply_key(key, p, k);
+		bad = loom_aead_open(k, mac, reply, rlen, reply, tag);
+		OPENSSL_cleanse(k, sizeof k);
+		if (bad)
+			return LOOM_HS_FORGED;
+	}
 	loom_sha256(reply, rlen, d);
 	reply_mac(key, p, d, want);
 	return loom_mac_equal(mac, want) ? LOOM_SUCCESS : LOOM_HS_FORGED;
@@ -691,7 +795,7 @@ int loom_hs_read_reply(const uint8_t *key, const struct loom_hs_peer *p, void *r
 
 enum { D_CONNECT = 1, D_CHALLENGE, D_REPLY };
 
-int loom_hs_dialer_start(struct loom_hs_dialer *d, uint32_t ip, uint16_t port)
+int loom_hs_dialer_start(struct loom_hs_dialer *d, uint32_t ip, uint16_t port, int to)
 {
 	struct sockaddr_in a;
 	memset(d, 0, sizeof *d);
@@ -701,6 +805,7 @@ int loom_hs_dialer_start(struct loom_hs_dialer *d, uint32_t ip, uint16_t port)
 	a.sin_port = htons(port);
 	d->p.fd = -1;
 	d->p.ip = ip;
+	d->to = to;
 	d->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (d->fd < 0)
 		return LOOM_HS_DIAL_UNREACHABLE;
@@ -750,7 +855,7 @@ int loom_hs_dialer_step(struct loom_hs_dialer *d, const uint8_t *key, uint32_t k
 		d->p.fd = d->fd;
 		memcpy(d->p.srv_ch, c.ch, LOOM_HS_CH);
 		/* ~100 bytes into a fresh socket's empty buffer */
-		if (loom_hs_hello(key, &d->p, kind, rank, size, payload, plen, loom_now() + HS_PER_CONN))
+		if (loom_hs_hello(key, &d->p, kind, rank, size, d->to, payload, plen, loom_now() + HS_PER_CONN))
 			return LOOM_HS_DIAL_UNREACHABLE;
 		d->phase = D_REPLY;
 		d->got = 0;

@@ -158,4 +158,5 @@ void loom_tcp_hello_init(struct loom_engine *e, const struct loom_engine_cfg *cf
 	e->hs.what = e->hs_what;
 	e->hs.on_peer = hello_accepted;
 	e->hs.arg = e;
+	e->hs.self = cfg->rank;  /* a hello must be meant for this rank */
 }

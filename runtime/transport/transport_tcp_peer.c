@@ -134,7 +134,7 @@ void loom_tcp_dial_start(struct loom_engine *e, int i)
 		loom_tcp_peer_lost(e, i, "its address cannot be looked up");
 		return;
 	}
-	rc = loom_hs_dialer_start(p->dial, p->ip, p->port);
+	rc = loom_hs_dialer_start(p->dial, p->ip, p->port, i);
 	if (rc) {
 		free(p->dial);
 		p->dial = NULL;

@@ -1,8 +1,9 @@
 /* runtime/util/secret.c: the job secret and what is built on it: random
  * bytes from the kernel, HMAC-SHA256 (OpenSSL's libcrypto) and a
  * constant-time comparison. The rendezvous and the mesh (boot/) prove
- * knowledge of the key with these; shm names (transport/) are derived
- * from random bits with them. docs/security.md has the threat model. */
+ * knowledge of the key with these and encrypt what the rendezvous
+ * answers (AES-256-GCM); shm names (transport/) are derived from the
+ * key with them. docs/security.md has the threat model. */
 #include "util/util.h"
 
 #include <errno.h>
@@ -42,6 +43,45 @@ void loom_hmac(const uint8_t key[LOOM_KEY_LEN], const void *msg, size_t len,
 void loom_sha256(const void *msg, size_t len, uint8_t out[32])
 {
 	SHA256(msg, len, out);
+}
+
+/* one AES-256-GCM pass, in chunks of INT_MAX at most (EVP counts in int) */
+static int aead(int seal, const uint8_t key[32], const uint8_t iv[12], const void *in, size_t len,
+		void *out, uint8_t tag[LOOM_AEAD_TAG])
+{
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	const unsigned char *i = in;
+	unsigned char *o = out, fin[16];
+	int ok = c && EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, key, iv, seal) == 1, n;
+	while (ok && len) {
+		int chunk = len > (1u << 30) ? 1 << 30 : (int)len;
+		ok = EVP_CipherUpdate(c, o, &n, i, chunk) == 1 && n == chunk;
+		i += chunk;
+		o += chunk;
+		len -= (size_t)chunk;
+	}
+	if (ok && !seal)
+		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, LOOM_AEAD_TAG, tag) == 1;
+	if (ok)
+		ok = EVP_CipherFinal_ex(c, fin, &n) == 1;
+	if (ok && seal)
+		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, LOOM_AEAD_TAG, tag) == 1;
+	EVP_CIPHER_CTX_free(c);
+	return ok ? 0 : -1;
+}
+
+int loom_aead_seal(const uint8_t key[32], const uint8_t iv[12], const void *in, size_t len, void *out,
+		   uint8_t tag[LOOM_AEAD_TAG])
+{
+	return aead(1, key, iv, in, len, out, tag);
+}
+
+int loom_aead_open(const uint8_t key[32], const uint8_t iv[12], const void *in, size_t len, void *out,
+		   const uint8_t tag[LOOM_AEAD_TAG])
+{
+	uint8_t t[LOOM_AEAD_TAG];
+	memcpy(t, tag, sizeof t);
+	return aead(0, key, iv, in, len, out, t);
 }
 
 int loom_mac_equal(const uint8_t a[LOOM_MAC_LEN], const uint8_t b[LOOM_MAC_LEN])

@@ -43,6 +43,15 @@ void loom_hmac(const uint8_t key[LOOM_KEY_LEN], const void *msg, size_t len,
 	       uint8_t out[LOOM_MAC_LEN]);
 int loom_mac_equal(const uint8_t a[LOOM_MAC_LEN], const uint8_t b[LOOM_MAC_LEN]);
 void loom_sha256(const void *msg, size_t len, uint8_t out[32]);
+/* AES-256-GCM (libcrypto) under a 32-byte key and a 12-byte IV that is
+ * never used twice with a key for different bytes: seal len bytes of in
+ * to out (in == out allowed) and a 16-byte tag; open checks the tag and
+ * returns 0, else -1 (out then holds nothing to use) */
+#define LOOM_AEAD_TAG 16
+int loom_aead_seal(const uint8_t key[32], const uint8_t iv[12], const void *in, size_t len, void *out,
+		   uint8_t tag[LOOM_AEAD_TAG]);
+int loom_aead_open(const uint8_t key[32], const uint8_t iv[12], const void *in, size_t len, void *out,
+		   const uint8_t tag[LOOM_AEAD_TAG]);
 /* n bytes as 2n lower-case hex digits and a NUL; and back: (size_t)-1
  * when in holds 2n hex digits, else the index of the first that is not */
 void loom_hex_encode(const uint8_t *in, size_t n, char *out);

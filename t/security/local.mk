@@ -11,6 +11,7 @@ t_security_handshake_fuzz_CFLAGS = $(AM_CFLAGS) -pthread
 t_security_handshake_fuzz_LDADD = runtime/libloom_core.la
 EXTRA_DIST += t/security/flood.py t/security/squat.py
 EXTRA_DIST += t/security/connect_flood.py
+EXTRA_DIST += t/security/relay.py
 
 dist_check_SCRIPTS += \
 	t/t7000-rendezvous-attacks.t \
@@ -20,3 +21,4 @@ dist_check_SCRIPTS += t/t7004-rendezvous-flood.t
 dist_check_SCRIPTS += t/t7110-metrics-file.t
 dist_check_SCRIPTS += t/t7111-doctor-bounds.t
 dist_check_SCRIPTS += t/t7112-shared-dirs.t
+dist_check_SCRIPTS += t/t7005-relay.t
