@@ -322,15 +322,52 @@ static int nic_lists(const struct loom_topo *t, int tk, struct loom_task_plan *p
 	return 0;
 }
 
-/* P->cuda_visible, and P's GPUs from grant positions to physical numbers */
-static int gpu_names(const struct loom_gpu_grant *g, int tk, struct loom_task_plan *p,
-		     char *err, size_t errlen)
+/* 1 when each of the NTASKS tasks has one GPU of its own (grant
+ * positions in OUT, none shared): then they all see the node's list */
+static int one_each(const struct loom_task_plan *out, int ntasks)
+{
+	for (int tk = 0; tk < ntasks; tk++) {
+		if (out[tk].ngpu != 1)
+			return 0;
+		for (int o = 0; o < tk; o++)
+			if (out[o].gpu[0] == out[tk].gpu[0])
+				return 0;
+	}
+	return 1;
+}
+
+/* LIST: the granted GPUs, local task i's at position i, then the
+ * GPUs no task has in grant order. Fits: the field holds every grant. */
+static void node_list(const struct loom_gpu_grant *g, const struct loom_task_plan *out,
+		      int ntasks, char *list, size_t cap)
+{
+	struct loom_sb sb;
+	int taken[LOOM_GRANT_MAX] = { 0 };
+	loom_sb_init(&sb, list, cap);
+	for (int tk = 0; tk < ntasks; tk++) {
+		loom_sb_add(&sb, "%s%s", tk ? "," : "", g->visible[out[tk].gpu[0]]);
+		taken[out[tk].gpu[0]] = 1;
+	}
+	for (int pos = 0; pos < g->n; pos++)
+		if (!taken[pos])
+			loom_sb_add(&sb, ",%s", g->visible[pos]);
+}
+
+/* P->cuda_visible (LIST when the tasks share the node's list) and
+ * P->device, and P's GPUs from grant positions to physical numbers */
+static int gpu_names(const struct loom_gpu_grant *g, int tk, const char *list,
+		     struct loom_task_plan *p, char *err, size_t errlen)
 {
 	struct loom_sb cuda;
 	loom_sb_init(&cuda, p->cuda_visible, sizeof p->cuda_visible);
+	p->device = p->ngpu ? 0 : -1;
+	if (list && p->ngpu) {
+		loom_sb_add(&cuda, "%s", list);
+		p->device = tk;
+	}
 	for (int i = 0; i < p->ngpu; i++) {
 		int pos = p->gpu[i];
-		if (loom_sb_add(&cuda, "%s%s", i ? "," : "", g->visible[pos]) < 0)
+		if (!list && loom_sb_add(&cuda, "%s%s", i ? "," : "", g->visible[pos]) < 0)
 			return too_long(err, errlen, tk, "CUDA_VISIBLE_DEVICES", sizeof p->cuda_visible);
 		p->gpu[i] = g->physical[pos];
 	}
@@ -344,6 +381,8 @@ int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g
 {
 	int order[LOOM_GRANT_MAX], nic_use[LOOM_TOPO_MAX_NIC] = { 0 };
 	loom_cpuset_t usable;
+	char list[sizeof out->cuda_visible];
+	int shared_list;
 
 	if (ntasks <= 0)
 		return 0;
@@ -363,6 +402,9 @@ int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g
 	}
 	if (assign_cpus(t, g, &usable, ntasks, out, err, errlen) < 0)
 		return -1;
+	shared_list = g->n > 0 && one_each(out, ntasks);
+	if (shared_list)
+		node_list(g, out, ntasks, list, sizeof list);
 	/* what each task's report and environment say (NICs in task order:
 	 * a task's pick counts against the later ones) */
 	for (int tk = 0; tk < ntasks; tk++) {
@@ -372,7 +414,7 @@ int loom_affinity_plan(const struct loom_topo *t, const struct loom_gpu_grant *g
 			return -1;
 		np = nearest_nics(t, g, p, nic_use, picked);
 		if (nic_lists(t, tk, p, picked, np, err, errlen) < 0 ||
-		    gpu_names(g, tk, p, err, errlen) < 0)
+		    gpu_names(g, tk, shared_list ? list : NULL, p, err, errlen) < 0)
 			return -1;
 	}
 	return 0;

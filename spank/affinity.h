@@ -25,10 +25,17 @@ struct loom_gpu_grant {
 int loom_gpu_grant_parse(const char *step_gpus, const char *cuda_visible, int ngpu,
 			 struct loom_gpu_grant *g, char *err, size_t errlen);
 
+/* CUDA_VISIBLE_DEVICES and the task's device in it. One GPU per task, no
+ * two tasks sharing one: every task of the node gets the same list, the
+ * node's granted GPUs with local task i's GPU at position i (so that
+ * set_device(LOCAL_RANK) is right and NCCL still sees its peers' GPUs),
+ * device = the local task number. Else (several GPUs per task, or more
+ * tasks than GPUs): the task's own GPUs only, device 0. */
 struct loom_task_plan {
 	int ngpu;
 	int gpu[LOOM_TASK_GPUS_MAX];    /* physical GPU numbers */
-	char cuda_visible[256];         /* CUDA_VISIBLE_DEVICES value, "" none */
+	char cuda_visible[LOOM_GRANT_MAX * 48]; /* CUDA_VISIBLE_DEVICES value, "" none */
+	int device;                     /* index of its (first) GPU in it, -1 none */
 	loom_cpuset_t cpus;             /* CPUs to bind to */
 	char numa[64];                  /* NUMA node(s) of those CPUs: "0", "0,1", "-" */
 	char nccl_ib_hca[256];          /* "=mlx5_0[,mlx5_1]", "" none */

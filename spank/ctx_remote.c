@@ -558,21 +558,24 @@ static int task_info(spank_t sp, struct loom_task_info *ti)
 static void report_binding(spank_t sp, const struct loom_task_info *ti,
 			   const struct loom_task_plan *p, int bound, int to_user)
 {
-	char host[256] = "", cpus[LOOM_MAX_CPUS * 6], gpus[256], line[sizeof cpus + 1024];
+	char host[256] = "", cpus[LOOM_MAX_CPUS * 6], gpus[256];
+	char line[sizeof cpus + sizeof p->cuda_visible + 1024], dev[16] = "-";
 	struct loom_sb g, l;
 	if (!getenv_sp(sp, "SLURMD_NODENAME", host, sizeof host))
 		gethostname(host, sizeof host - 1);
 	loom_log_clean(host);
 	if (loom_cpuset_format(&p->cpus, cpus, sizeof cpus) < 0)
 		strcpy(cpus, "(too many to list)");
+	if (p->device >= 0)
+		snprintf(dev, sizeof dev, "%d", p->device);
 	loom_sb_init(&g, gpus, sizeof gpus);
 	for (int i = 0; i < p->ngpu; i++)
 		loom_sb_add(&g, "%s%d", i ? "," : "", p->gpu[i]);
 	loom_sb_init(&l, line, sizeof line);
 	if (g.full ||
 	    loom_sb_add(&l, "affinity host=%s rank=%u local_rank=%u gpus=%s cuda_visible_devices=%s "
-			"cpus=%s%s numa=%s nic=%s", host, ti->rank, ti->local_rank,
-			p->ngpu ? gpus : "none", p->cuda_visible[0] ? p->cuda_visible : "-",
+			"device=%s cpus=%s%s numa=%s nic=%s", host, ti->rank, ti->local_rank,
+			p->ngpu ? gpus : "none", p->cuda_visible[0] ? p->cuda_visible : "-", dev,
 			cpus[0] ? cpus : "-", bound ? "" : " (not bound)", p->numa, p->nic) < 0)
 		snprintf(line, sizeof line, "affinity rank=%u: the binding report does not fit in "
 			 "%zu characters", ti->rank, sizeof line - 1);
@@ -644,8 +647,16 @@ int loom_remote_task_init(spank_t sp)
 		p = &remote.plan[ti.local_rank];
 		if (!remote.plan_simulated)
 			bound = bind_task(p);
-		if (p->cuda_visible[0])
-			loom_envlist_add(env, "CUDA_VISIBLE_DEVICES", p->cuda_visible, LOOM_OWNER_FORCE);
+		/* always written, whatever the task had; set here, not through
+		 * the list, whose values are shorter than a node's GPU UUIDs */
+		if (p->cuda_visible[0]) {
+			snprintf(buf, sizeof buf, "%d", p->device);
+			if (spank_setenv(sp, "CUDA_VISIBLE_DEVICES", p->cuda_visible, 1) != ESPANK_SUCCESS ||
+			    spank_setenv(sp, "LOOM_LOCAL_DEVICE", buf, 1) != ESPANK_SUCCESS) {
+				slurm_error(LOOM_PREFIX "could not set CUDA_VISIBLE_DEVICES of task %u", ti.rank);
+				rc = -1;
+			}
+		}
 		if (p->nccl_ib_hca[0] && !loom_config_nccl(&loom_cfg, "NCCL_IB_HCA"))
 			loom_envlist_add(env, "NCCL_IB_HCA", p->nccl_ib_hca, LOOM_OPT_AFFINITY);
 	}

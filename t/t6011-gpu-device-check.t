@@ -98,8 +98,9 @@ test_expect_success 'the probe plans on a recorded topology with a fake NVML: it
 		>"$TEST_TMP/probe.out" 2>&1 && rc=0 || rc=$?
 	cat "$TEST_TMP/probe.out"; test $rc = 0 &&
 	grep -q "^loom-topo-probe: PASS planned 8 task(s) on 8 GPU(s), GPU order nvml (NVML lists 8)$" "$TEST_TMP/probe.out" &&
-	test $(grep -c "^task [0-7]: CUDA_VISIBLE_DEVICES=[0-7] cpus [0-9]" "$TEST_TMP/probe.out") = 8 &&
-	grep -q "^task 0: CUDA_VISIBLE_DEVICES=4 .* NCCL_IB_HCA==mlx5_3$" "$TEST_TMP/probe.out"
+	test $(grep -c "^task [0-7]: CUDA_VISIBLE_DEVICES=4,5,6,7,0,1,2,3 LOOM_LOCAL_DEVICE=[0-7] cpus [0-9]" "$TEST_TMP/probe.out") = 8 &&
+	grep -q "^task 0: CUDA_VISIBLE_DEVICES=4,5,6,7,0,1,2,3 LOOM_LOCAL_DEVICE=0 .* NCCL_IB_HCA==mlx5_3$" "$TEST_TMP/probe.out" &&
+	grep -q "^task 7: CUDA_VISIBLE_DEVICES=4,5,6,7,0,1,2,3 LOOM_LOCAL_DEVICE=7 " "$TEST_TMP/probe.out"
 '
 fi
 test_expect_success 'conformance --device refuses a backend that takes host memory only' '

@@ -8,8 +8,9 @@
  * pass the same kind of memory to one call, as with dtype and count.
  *
  * World: the native world first; rank 0's ncclUniqueId is broadcast over
- * it. Device: LOCAL_RANK (what loom.so writes), else the native local
- * rank, modulo the visible devices (CUDA_VISIBLE_DEVICES). NCCL runs
+ * it. Device: LOOM_LOCAL_DEVICE (loom.so's binding: the task's GPU in
+ * CUDA_VISIBLE_DEVICES), else LOCAL_RANK (what loom.so and torchrun
+ * write), else the native local rank, modulo the visible devices. NCCL runs
  * non-blocking (ncclConfig_t.blocking = 0): every NCCL call is followed
  * by polling ncclCommGetAsyncError, and completion by polling
  * cudaStreamQuery, against the communicator's deadline; on a timeout, or
@@ -769,7 +770,7 @@ static int bx_finalize(struct loom_comm *world)
 static int pick_device(struct loom_comm *nat, int *dev, char *why, size_t cap)
 {
 	int count = 0;
-	const char *lr = getenv("LOCAL_RANK");
+	const char *lr = getenv("LOOM_LOCAL_DEVICE");
 	cudaError_t e = cudaGetDeviceCount(&count);
 	if (e != cudaSuccess || count <= 0) {
 		snprintf(why, cap, "no CUDA device (cudaGetDeviceCount: %s, %d devices)",
@@ -777,6 +778,8 @@ static int pick_device(struct loom_comm *nat, int *dev, char *why, size_t cap)
 		cudaGetLastError();
 		return LOOM_ERR_UNSUPPORTED;
 	}
+	if (!lr || !*lr)
+		lr = getenv("LOCAL_RANK");
 	*dev = (lr && *lr ? atoi(lr) : nat->local_rank) % count;
 	return LOOM_SUCCESS;
 }

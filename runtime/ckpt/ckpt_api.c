@@ -225,6 +225,7 @@ int loom_ckpt_set_async(loom_ckpt_t *ck, int on)
 	if (!ck || (on != 0 && on != 1))
 		return LOOM_ERR_INVALID;
 	ck->async = on;
+	loom_ck_bg_prepare(ck); /* the first save then finds its staging faulted in */
 	return LOOM_SUCCESS;
 }
 

@@ -3,7 +3,17 @@
  * for the next save) and a thread per rank runs the blocking save on a
  * shadow handle whose blocks point into that copy, over a communicator
  * duplicated from the user's: its collectives never interleave with the
- * caller's. The next call that waits reports how it ended. */
+ * caller's. The next call that waits reports how it ended.
+ *
+ * Fresh memory costs far more to fault in than to copy into (a kernel
+ * page fault and zeroing per page, an order of magnitude slower than the
+ * copy), so a first save that faulted its staging in during the copy
+ * would block several times longer than the next ones. The staging is
+ * mapped populated, and prepared ahead: when async is turned on, and at
+ * each registration while it is on, a thread maps and populates a buffer
+ * the size of this rank's state while the caller works; the first save
+ * waits for that thread (never longer than faulting the pages in itself)
+ * and takes the buffer. */
 #include "config.h"
 #include "util/util.h"
 #include "ckpt/ckpt_internal.h"
@@ -11,6 +21,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#ifndef MAP_POPULATE
+#define MAP_POPULATE 0  /* then the copy faults the pages in */
+#endif
 
 struct ck_bg {
 	loom_ckpt_t h;       /* the shadow handle the thread saves with */
@@ -20,7 +35,69 @@ struct ck_bg {
 	pthread_t th;
 	int running, rc, warned, what;
 	long long step;
+	/* staging prepared ahead by pre_th (pre_running until joined) */
+	char *pre;
+	size_t pre_cap;
+	pthread_t pre_th;
+	int pre_running, pre_done;      /* pre_done: set by pre_th as it ends */
 };
+
+/* N bytes of anonymous memory, faulted in by the kernel (MAP_POPULATE
+ * writes every page: faster than faults taken one at a time in a copy) */
+static char *stage_map(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		       -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void stage_unmap(char *p, size_t n)
+{
+	if (p)
+		munmap(p, n);
+}
+
+static void *pre_fault(void *arg)
+{
+	struct ck_bg *bg = arg;
+	bg->pre = stage_map(bg->pre_cap);
+	__atomic_store_n(&bg->pre_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* the prepared buffer, when the thread is done with it */
+static void pre_join(struct ck_bg *bg)
+{
+	if (bg->pre_running)
+		pthread_join(bg->pre_th, NULL);
+	bg->pre_running = 0;
+}
+
+static void pre_drop(struct ck_bg *bg)
+{
+	pre_join(bg);
+	stage_unmap(bg->pre, bg->pre_cap);
+	bg->pre = NULL;
+	bg->pre_cap = 0;
+}
+
+/* start a thread with every signal blocked: stop signals go to the
+ * caller's threads */
+static int start_quiet(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static size_t staging_limit(void)
+{
+	return (size_t)loom_env_long("ckpt", "LOOM_CKPT_STAGING_MB", 4096, 1, 1L << 24) << 20;
+}
 
 static void *writer(void *arg)
 {
@@ -93,6 +170,51 @@ static int shadow_fill(loom_ckpt_t *ck, struct ck_bg *bg)
 	return LOOM_SUCCESS;
 }
 
+/* the staging for MINE bytes: the prepared buffer when it is large
+ * enough (after waiting for its thread), else a fresh populated map.
+ * Only while no writer runs: the old buffer is unmapped. 0, or -1. */
+static int stage_take(struct ck_bg *bg, size_t mine)
+{
+	pre_join(bg);
+	if (bg->pre && bg->pre_cap >= mine && bg->pre_cap > bg->stage_cap) {
+		stage_unmap(bg->stage, bg->stage_cap);
+		bg->stage = bg->pre;
+		bg->stage_cap = bg->pre_cap;
+		bg->pre = NULL;
+		bg->pre_cap = 0;
+	}
+	pre_drop(bg);
+	if (mine <= bg->stage_cap)
+		return 0;
+	char *n = stage_map(mine);
+	if (!n)
+		return -1;
+	stage_unmap(bg->stage, bg->stage_cap);
+	bg->stage = n;
+	bg->stage_cap = mine;
+	return 0;
+}
+
+void loom_ck_bg_prepare(loom_ckpt_t *ck)
+{
+	struct ck_bg *bg = ck->bg;
+	const char *be = loom_comm_backend(ck->comm);
+	size_t mine;
+	if (!bg || !ck->async || !be || strcmp(be, "native") ||
+	    (bg->pre_running && !__atomic_load_n(&bg->pre_done, __ATOMIC_ACQUIRE)))
+		return;         /* one at a time: the save maps what is missing */
+	mine = local_bytes(ck);
+	if (mine <= bg->stage_cap || mine <= bg->pre_cap || mine > staging_limit())
+		return;
+	pre_drop(bg);   /* too small now: the state grew */
+	bg->pre_cap = mine;
+	bg->pre_done = 0;
+	if (start_quiet(&bg->pre_th, pre_fault, bg) == 0)
+		bg->pre_running = 1;
+	else
+		bg->pre_cap = 0;        /* the first save maps it */
+}
+
 /* 1 where async cannot run at all (said once): the MPI and NCCL backends
  * are not asked to run two threads' collectives at once */
 static int async_unsupported(loom_ckpt_t *ck, struct ck_bg *bg)
@@ -124,22 +246,14 @@ int loom_ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 	size_t mine = local_bytes(ck), limit;
 	int32_t ok, all;
 	int rc;
-	sigset_t none, old;
 	if (!bg) /* allocated at loom_ckpt_open */
 		return 1;
 	if (async_unsupported(ck, bg))
 		return 1;
-	limit = (size_t)loom_env_long("ckpt", "LOOM_CKPT_STAGING_MB", 4096, 1, 1L << 24) << 20;
+	limit = staging_limit();
 	ok = mine <= limit;
-	if (ok && mine > bg->stage_cap) {
-		char *n = realloc(bg->stage, mine);
-		if (n) {
-			bg->stage = n;
-			bg->stage_cap = mine;
-		} else {
-			ok = 0;
-		}
-	}
+	if (ok && stage_take(bg, mine) < 0)
+		ok = 0;
 	if ((rc = loom_allreduce(&ok, &all, 1, LOOM_INT32, LOOM_MIN, ck->comm)))
 		return rc;
 	if (!all) {
@@ -178,10 +292,7 @@ int loom_ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 	bg->what = what;
 	bg->rc = LOOM_SUCCESS;
 	/* stop signals go to the caller's threads, never to the writer */
-	sigfillset(&none);
-	pthread_sigmask(SIG_BLOCK, &none, &old);
-	rc = pthread_create(&bg->th, NULL, writer, bg) == 0 ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = start_quiet(&bg->th, writer, bg) == 0 ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
 	if (rc == LOOM_SUCCESS)
 		bg->running = 1;
 	else
@@ -221,7 +332,8 @@ int loom_ck_bg_free(loom_ckpt_t *ck)
 	if (bg->comm)
 		loom_comm_free(bg->comm);
 	shadow_free(bg);
-	free(bg->stage);
+	pre_drop(bg);
+	stage_unmap(bg->stage, bg->stage_cap);
 	free(bg);
 	ck->bg = NULL;
 	return rc;

@@ -211,6 +211,7 @@ int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int 
 	memcpy(b->off, off, sizeof(uint64_t) * (size_t)ndim);
 	memcpy(b->ext, ext, sizeof(uint64_t) * (size_t)ndim);
 	b->data = data;
+	loom_ck_bg_prepare(ck); /* while async is on: staging for the grown state */
 	return LOOM_SUCCESS;
 }
 

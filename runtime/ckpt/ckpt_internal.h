@@ -168,6 +168,10 @@ int loom_ck_bg_start(loom_ckpt_t *ck, long long step, int what);
 int loom_ck_bg_settle(loom_ckpt_t *ck);
 /* ck->bg for loom_ck_bg_start (at open; a loom status, not agreed) */
 int loom_ck_bg_new(loom_ckpt_t *ck);
+/* Not collective. While async is on: map and fault in this rank's
+ * staging memory in a thread of its own, for the next save to take
+ * (nothing when it has enough, or the state exceeds LOOM_CKPT_STAGING_MB) */
+void loom_ck_bg_prepare(loom_ckpt_t *ck);
 /* settle, then free the staging memory and the duplicated communicator */
 int loom_ck_bg_free(loom_ckpt_t *ck);
 

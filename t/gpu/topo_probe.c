@@ -134,8 +134,8 @@ int main(int argc, char **argv)
 	       ntasks, grant.n, cpus);
 	for (int k = 0; k < ntasks; k++) {
 		loom_cpuset_format(&plan[k].cpus, cpus, sizeof cpus);
-		printf("task %d: CUDA_VISIBLE_DEVICES=%s cpus %s numa %s nic %s NCCL_IB_HCA=%s\n", k,
-		       plan[k].cuda_visible[0] ? plan[k].cuda_visible : "-", cpus, plan[k].numa,
+		printf("task %d: CUDA_VISIBLE_DEVICES=%s LOOM_LOCAL_DEVICE=%d cpus %s numa %s nic %s NCCL_IB_HCA=%s\n", k,
+		       plan[k].cuda_visible[0] ? plan[k].cuda_visible : "-", plan[k].device, cpus, plan[k].numa,
 		       plan[k].nic, plan[k].nccl_ib_hca[0] ? plan[k].nccl_ib_hca : "-");
 	}
 	free(plan);
