@@ -57,7 +57,7 @@ static unsigned nops_wanted(void)
  * descriptor of it, or -errno */
 static int own_dir(const char *d)
 {
-	const char *base;
+	const char *base = NULL;
 	struct stat st;
 	int bad, pfd = loom_open_parent(d, &base, &bad), fd;
 	if (pfd < 0)
