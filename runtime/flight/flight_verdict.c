@@ -203,7 +203,8 @@ static uint64_t mismatch(const struct comm *c, int *kinds, int *nk, int *who_kin
 	}
 	if (c->maxp > nops)
 		lo = c->maxp - nops + 1;
-	for (seq = lo; seq <= c->maxp; seq++) {
+	/* seq wraps to 0 past UINT64_MAX, a number any record may claim */
+	for (seq = lo; seq && seq <= c->maxp; seq++) {
 		*nk = 0;
 		for (int p = 0; p < np; p++) {
 			const struct loom_flight_op *o;

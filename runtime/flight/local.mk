@@ -33,3 +33,7 @@ check_PROGRAMS += runtime/flight/test/slow
 runtime_flight_test_slow_SOURCES = runtime/flight/test/slow.c
 runtime_flight_test_slow_LDADD = runtime/libloom_core.la
 TESTS += runtime/flight/test/slow
+# fuzz test: mutated records through the reader and both analyses (t/t7113)
+check_PROGRAMS += runtime/flight/test/flight_fuzz
+runtime_flight_test_flight_fuzz_SOURCES = runtime/flight/test/flight_fuzz.c
+runtime_flight_test_flight_fuzz_LDADD = runtime/libloom_core.la

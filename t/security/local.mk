@@ -20,5 +20,6 @@ dist_check_SCRIPTS += \
 dist_check_SCRIPTS += t/t7004-rendezvous-flood.t
 dist_check_SCRIPTS += t/t7110-metrics-file.t
 dist_check_SCRIPTS += t/t7111-doctor-bounds.t
+dist_check_SCRIPTS += t/t7113-flight-fuzz.t
 dist_check_SCRIPTS += t/t7112-shared-dirs.t
 dist_check_SCRIPTS += t/t7005-relay.t
