@@ -409,9 +409,10 @@ class StorageReader:
                     older = self._older(self.step)
                     if older is None:
                         raise
-                    sys.stderr.write("loom: warning: DCP checkpoint step %d in %s is damaged "
-                                     "(%s); loading step %d instead\n" %
-                                     (self.step, self.path, e, older))
+                    if world.rank == 0:
+                        sys.stderr.write("loom: warning: DCP checkpoint step %d in %s is damaged "
+                                         "(%s); loading step %d instead\n" %
+                                         (self.step, self.path, e, older))
             self.step, got = self._meta(older)
             self._table = got["table"]
             self._lens = got["blob_lens"]
