@@ -19,9 +19,10 @@ torch's TCPStore keeps MASTER_PORT bound for the job's life.
 """
 import array
 import os
+import signal as _sig
 import socket
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from ._errors import invalid, wrong_type
 from ._lib import check_step
@@ -30,6 +31,7 @@ from ._signal import StopSignal, request_requeue
 from ._world import World, init
 
 KEEP = 2        # committed steps kept; older ones are removed after a commit
+_IGNORED: Set[int] = set()  # SIGUSR1/2 that close() set to SIG_IGN (the next Resumable takes them back)
 
 
 def _warn(text: str) -> None:
@@ -205,6 +207,10 @@ class Resumable:
         if dir is None and os.environ.get("LOOM_CKPT_DIR"):
             dir = os.path.join(os.environ["LOOM_CKPT_DIR"], "resumable")
         self.dir = dir
+        for s in list(_IGNORED):    # a closed Resumable's, not the program's
+            if _sig.getsignal(s) == _sig.SIG_IGN:
+                _sig.signal(s, _sig.SIG_DFL)
+            _IGNORED.discard(s)
         self._signal = StopSignal()
         self._own_world = world is None
         self.world = cpu_world() if world is None else world
@@ -359,8 +365,17 @@ class Resumable:
         return agreed + 1
 
     def close(self) -> None:
-        """Put the signal handlers back; free the world this object made."""
+        """Put the signal handlers back, but ignore SIGUSR1/SIGUSR2 where a
+        StopSignal took them from their default action: Slurm's --signal
+        may still come while the finished program exits (Python puts the
+        default action back at exit), and it would turn a finished run
+        into a failed job. Free the world this object made."""
         self._signal.close()
+        for s in (_sig.SIGUSR1, _sig.SIGUSR2):
+            h = _sig.getsignal(s)
+            if h == _sig.SIG_DFL or isinstance(getattr(h, "__self__", None), StopSignal):
+                _sig.signal(s, _sig.SIG_IGN)
+                _IGNORED.add(int(s))
         if self._own_world:
             self.world.close()
 
