@@ -3,10 +3,13 @@
 # the whole build run it from the source tree against the built libloom.
 LOOM_PY_MODULES = python/loom/__init__.py python/loom/_lib.py python/loom/_buffer.py \
 	python/loom/_world.py python/loom/_ckpt.py python/loom/_signal.py \
-	python/loom/_errors.py python/loom/_version.py
-EXTRA_DIST += $(LOOM_PY_MODULES) python/loom/_paths.py.in python/test/test_loom.py \
-	t/python/requeue_counter.py python/loom/py.typed python/pyproject.toml
-dist_check_SCRIPTS += t/t5100-python.t t/t5101-python-torch.t t/t5102-python-venv.t
+	python/loom/_errors.py python/loom/_version.py python/loom/torch.py \
+	python/loom/_resumable.py python/loom/_dcp.py
+EXTRA_DIST += $(LOOM_PY_MODULES) python/loom/_paths.py.in python/test/test_loom.py python/test/test_torch.py \
+	t/python/requeue_counter.py python/loom/py.typed python/pyproject.toml \
+	t/python/dcp_drive.py
+dist_check_SCRIPTS += t/t5100-python.t t/t5101-python-torch.t t/t5102-python-venv.t \
+	t/t5103-torch-resumable.t
 TEST_EXTENSIONS += .py
 PY_LOG_DRIVER = $(LOG_DRIVER)
 PY_LOG_COMPILER = $(PYTHON)
@@ -14,7 +17,7 @@ if BUILD_PYTHON
 pkgpython_PYTHON = $(LOOM_PY_MODULES)
 # PEP 561: the package's type hints are for type checkers to read
 pkgpython_DATA = python/loom/py.typed
-TESTS += python/test/test_loom.py
+TESTS += python/test/test_loom.py python/test/test_torch.py
 endif
 
 # where make install put libloom, for the installed package to find it

@@ -1,6 +1,6 @@
 #!/bin/sh
-# examples/torch_ddp_requeue.py (PyTorch DDP over gloo, torch.save into
-# LOOM_CKPT_DIR, loom.StopSignal and loom.request_requeue) through its
+# examples/torch_ddp_requeue.py (PyTorch DDP over gloo, loom.torch.Resumable:
+# a durable save into LOOM_CKPT_DIR/resumable, then loom.request_requeue) through its
 # sbatch script on the live cluster, 2 nodes x 2 tasks: preempted through
 # the low/high partitions and, separately, stopped by its time limit with
 # --loom-ckpt-signal; loom.so requeues it each time and it ends with the
@@ -41,10 +41,10 @@ test_expect_success 'preempted (low/high): torch.save, request_requeue, requeued
 	h=$(sbatch --parsable -p high -N2 -n4 -o /dev/null --wrap "sleep 1") && echo "high job $h" &&
 	wait_state "$j" 300 COMPLETED && cat "$P/job.out" &&
 	test "$(job_field "$j" Restarts)" = 1 &&
-	s=$(sed -n "s|^stop signal: step \([0-9]*\) saved to $P/ck/$j/torch_ddp_requeue.pt, requeue requested$|\1|p" "$P/job.out") &&
+	s=$(sed -n "s|^stop signal: step \([0-9]*\) saved to $P/ck/$j/resumable/step-\1, requeue requested$|\1|p" "$P/job.out") &&
 	test -n "$s" &&
 	grep -q "checkpoint step $s committed after SIGTERM: asking for a requeue of job $j" "$P/job.out" &&
-	grep -q "^resuming after step $s from $P/ck/$j/torch_ddp_requeue.pt (restart 1)$" "$P/job.out" &&
+	grep -q "^resuming after step $s from $P/ck/$j/resumable/step-$s (restart 1)$" "$P/job.out" &&
 	stepd_log | grep "loom: job $j: checkpoint step $s committed after SIGTERM; requeued (restart 1)" &&
 	grep -q "^PASS: 120 steps on 4 ranks$" "$P/job.out" &&
 	test "$(digest "$P/job.out")" = "$(digest "$TEST_TMP/ref/job.out")"
@@ -57,7 +57,7 @@ test_expect_success 'time limit: --time=2 --loom-ckpt-signal=USR1@90: SIGUSR1, r
 	grep -q "checkpoint step [0-9]* committed after SIGUSR1: asking for a requeue of job $j" "$T/job.out" &&
 	stepd_log | grep -q "loom: step $j.0: sent SIGUSR1, 90 s before the time limit" &&
 	stepd_log | grep -q "loom: job $j: checkpoint step [0-9]* committed after SIGUSR1 (time limit); requeued (restart 1)" &&
-	grep -q "^resuming after step [0-9]* from $T/ck/$j/torch_ddp_requeue.pt (restart 1)$" "$T/job.out" &&
+	grep -q "^resuming after step \([0-9]*\) from $T/ck/$j/resumable/step-\1 (restart 1)$" "$T/job.out" &&
 	test $(grep -c "requeue requested$" "$T/job.out") = "$r" &&
 	grep -q "^PASS: 120 steps on 4 ranks$" "$T/job.out" &&
 	test "$(digest "$T/job.out")" = "$(digest "$TEST_TMP/ref/job.out")"

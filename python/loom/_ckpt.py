@@ -2,7 +2,7 @@
 import ctypes
 from typing import Any, List, Optional, Sequence
 
-from ._buffer import Buffer
+from ._buffer import DTYPE_NAMES, Buffer
 from ._errors import ERR_NOT_FOUND, invalid, wrong_type
 from ._lib import Closing, check, check_step as _step, lib
 from ._world import World
@@ -92,6 +92,52 @@ class Checkpoint(Closing):
         check(lib.loom_ckpt_tensor(ck, name.encode(), b.dtype, ndim, shape, off, ext, b.addr),
               "loom_ckpt_tensor(%s)" % name)
         self._buffers.append(b)
+
+    def declare(self, name: str, dtype: str, global_shape: Sequence[int]) -> None:
+        """Declare tensor `name` with no block on this rank (dtype: "int8",
+        "int32", "int64", "float16", "float32" or "float64"): a rank that
+        holds none of a tensor others register still declares it, in the
+        same order."""
+        if not isinstance(name, str):
+            raise wrong_type("declare: name=%r is not a string" % (name,))
+        codes = {v: k for k, v in DTYPE_NAMES.items()}
+        if dtype not in codes:
+            raise invalid("declare %s: dtype=%r: one of %s" % (name, dtype, ", ".join(codes)))
+        ndim = len(global_shape)
+        if not 0 < ndim <= MAX_DIMS:
+            raise invalid("declare %s: %d dimensions, 1 to %d" % (name, ndim, MAX_DIMS))
+        shape = _sizes("global_shape", global_shape, ndim)
+        check(lib.loom_ckpt_tensor(self._handle("declare"), name.encode(), codes[dtype], ndim,
+                                   shape, None, None, None), "loom_ckpt_tensor(%s)" % name)
+
+    def set_keep(self, keep: int) -> None:
+        """Keep the newest `keep` (>= 1) committed checkpoints."""
+        check(lib.loom_ckpt_set_keep(self._handle("set_keep"), _step(keep)), "loom_ckpt_set_keep")
+
+    def set_async(self, on: bool) -> None:
+        """on: save() returns once the blocks are copied to staging memory;
+        `latest` moves once the data is durable (not collective)."""
+        check(lib.loom_ckpt_set_async(self._handle("set_async"), 1 if on else 0),
+              "loom_ckpt_set_async")
+
+    def wait(self) -> None:
+        """Wait for the save in flight to be committed; its failure raises."""
+        check(lib.loom_ckpt_wait(self._handle("wait")), "loom_ckpt_wait")
+
+    def latest(self) -> Optional[int]:
+        """The newest committed step (its data is checked only by a load),
+        None when there is none."""
+        step = ctypes.c_longlong(-1)
+        rc = lib.loom_ckpt_latest(self._handle("latest"), ctypes.byref(step))
+        if rc == ERR_NOT_FOUND:
+            return None
+        check(rc, "loom_ckpt_latest")
+        return step.value
+
+    def load(self, step: int) -> None:
+        """Fill the registered blocks from checkpoint `step` (a damaged one
+        raises loom.IOFailure, LOOM_ERR_CORRUPT)."""
+        check(lib.loom_ckpt_load(self._handle("load"), _step(step)), "loom_ckpt_load(%d)" % step)
 
     def should_stop(self, step: int) -> bool:
         """True on every rank when any rank has received a stop signal by

@@ -58,6 +58,11 @@ _PROTOS = {
     "loom_ckpt_save": (_c.c_int, [_P, _c.c_longlong]),
     "loom_ckpt_restore": (_c.c_int, [_P, _c.POINTER(_c.c_longlong)]),
     "loom_ckpt_dir": (_c.c_char_p, [_P]),
+    "loom_ckpt_set_keep": (_c.c_int, [_P, _c.c_int]),
+    "loom_ckpt_set_async": (_c.c_int, [_P, _c.c_int]),
+    "loom_ckpt_wait": (_c.c_int, [_P]),
+    "loom_ckpt_latest": (_c.c_int, [_P, _c.POINTER(_c.c_longlong)]),
+    "loom_ckpt_load": (_c.c_int, [_P, _c.c_longlong]),
     "loom_ckpt_close": (_c.c_int, [_P]),
     "loom_ckpt_request_requeue": (_c.c_int, [_c.c_char_p, _c.c_longlong, _c.c_int]),
 }

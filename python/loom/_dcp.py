@@ -1,0 +1,439 @@
+"""loom.torch.StorageWriter / StorageReader: torch.distributed.checkpoint
+(torch 1.13: torch.distributed._shard.checkpoint) on libloom's checkpoint.
+
+Each save is one step of libloom's checkpoint under the writer's
+directory (docs/checkpoint-format.md), so it gets what loom_ckpt(3)
+gives: two-phase I/O, the node-local tier with partner copies
+(LOOM_CKPT_CACHE), async save with `latest` moved once the data is
+durable, per-chunk checksums, and a restore that falls back to an older
+step with a warning when the newest is damaged.
+
+Mapping: every tensor of the state dict is one libloom tensor "tN" of
+int8 with shape (*size, itemsize) (so any dtype, and libloom reshards it
+by its leading dimensions: each rank saves its chunks, whatever their
+layout, and a load on any rank count reads the regions it asks for);
+every non-tensor value (torch.save'd by the planner) is one int8 tensor
+"bN" held by the rank that wrote it; DCP's Metadata and this table are
+pickled into "meta" (and its length into "meta_len") by the coordinator,
+inside the same step, so a step is complete or absent as a whole.
+
+The libloom calls are collective over a loom.World (default: one made
+beside torch's process group, loom.torch.cpu_world()), so every rank
+calls save_state_dict/load_state_dict, as DCP requires anyway.
+"""
+import copy
+import dataclasses
+import os
+import pickle
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+from ._ckpt import Checkpoint
+from ._errors import IOFailure, invalid
+from ._world import World
+
+_DCP: Any = None
+
+
+def dcp() -> Any:
+    """torch.distributed.checkpoint (torch >= 2.0) or 1.13's
+    torch.distributed._shard.checkpoint. Under Python >= 3.11, 1.13's
+    sharded_tensor metadata does not import (a dataclass field whose
+    default is a TensorProperties instance, which 3.11 rejects as a
+    mutable default): while it is imported, such defaults become
+    default_factory copies, which is what later torch releases do."""
+    global _DCP
+    if _DCP is not None:
+        return _DCP
+    import torch
+    major = int(torch.__version__.split(".")[0])
+    if major >= 2:
+        import torch.distributed.checkpoint as m
+        _DCP = m
+        return m
+    orig = dataclasses._get_field     # type: ignore[attr-defined]
+
+    def get_field(cls: Any, name: str, type_: Any, kw_only: Any) -> Any:
+        d = cls.__dict__.get(name, dataclasses.MISSING)
+        v = d.default if isinstance(d, dataclasses.Field) else d
+        if v is not dataclasses.MISSING and dataclasses.is_dataclass(v) and \
+                type(v).__hash__ is None:
+            setattr(cls, name, dataclasses.field(default_factory=lambda v=v: copy.deepcopy(v)))
+        return orig(cls, name, type_, kw_only)
+
+    dataclasses._get_field = get_field  # type: ignore[attr-defined]
+    try:
+        import torch.distributed._shard.checkpoint as m
+    finally:
+        dataclasses._get_field = orig   # type: ignore[attr-defined]
+    _DCP = m
+    return m
+
+
+def _world(world: Optional[World]) -> World:
+    if world is not None:
+        return world
+    from ._resumable import cpu_world
+    return cpu_world()
+
+
+def _bytes_of(t: Any) -> Any:
+    """A CPU tensor's elements as a writable int8 numpy array of shape
+    (*t.shape, itemsize) (a copy when t is not already such a tensor)."""
+    import torch
+    t = t.detach().to("cpu").contiguous()
+    n = t.element_size()
+    b = t.reshape(-1).view(torch.int8) if t.dtype != torch.int8 else t.reshape(-1).clone()
+    return b.numpy().reshape(tuple(t.shape) + (n,))
+
+
+def _dtype_of(name: str) -> Any:
+    import torch
+    return getattr(torch, name.split(".", 1)[1])
+
+
+class StorageWriter:
+    """DCP StorageWriter on libloom's checkpoint (see the module):
+
+        w = loom.torch.StorageWriter(path)          # path: default $LOOM_CKPT_DIR/dcp
+        dcp.save_state_dict(state_dict, w)          # every rank
+        w.close()                                   # waits for an async save
+
+    step: the libloom step of the next save (default: one after the
+    newest committed step, 0 when none; counted on from there). async_save:
+    save_state_dict returns once the data is copied to staging memory
+    (loom_ckpt_set_async), and the step becomes `latest` only once it is
+    durable; the next save or close() waits for it. keep: committed steps
+    kept (default 2). world: the loom.World of the ranks (collective).
+    """
+
+    def __init__(self, path: Optional[str] = None, step: Optional[int] = None,
+                 async_save: bool = False, keep: int = 2, world: Optional[World] = None) -> None:
+        if path is None:
+            if not os.environ.get("LOOM_CKPT_DIR"):
+                raise invalid("StorageWriter: no path and LOOM_CKPT_DIR is unset")
+            path = os.path.join(os.environ["LOOM_CKPT_DIR"], "dcp")
+        self.path = path
+        self.step = step
+        self.async_save = bool(async_save)
+        self.keep = keep
+        self._world_arg = world
+        self.world: Optional[World] = None
+        self._ck: Optional[Checkpoint] = None     # the save in flight (async)
+        self._keep_alive: List[Any] = []
+        self.is_coordinator = False
+        self.saved: Optional[int] = None          # the step of the last save
+
+    # torch 2.x names
+    def reset(self, checkpoint_id: Any = None) -> None:
+        pass
+
+    def set_up_storage_writer(self, is_coordinator: bool) -> None:
+        self.init(is_coordinator)
+
+    def init(self, is_coordinator: bool) -> None:
+        self.is_coordinator = is_coordinator
+        if self.world is None:
+            self.world = _world(self._world_arg)
+            if self.world.rank == 0:
+                os.makedirs(self.path, exist_ok=True)
+            self.world.barrier()
+
+    def prepare_local_plan(self, plan: Any) -> Any:
+        return plan
+
+    def prepare_global_plan(self, plans: List[Any]) -> List[Any]:
+        """On the coordinator: the table of libloom tensors every rank
+        declares (same order), and DCP's metadata, pickled."""
+        m = dcp()
+        WriteItemType = m.planner.WriteItemType
+        _, md = m.default_planner.create_default_global_save_plan(plans)
+        tensors: Dict[str, Tuple[str, str, Tuple[int, ...], int]] = {}
+        blobs: Dict[str, Tuple[str, int]] = {}
+        for r, plan in enumerate(plans):
+            for it in plan.items:
+                fqn = it.index.fqn
+                if it.type == WriteItemType.BYTE_IO:
+                    blobs[fqn] = ("b%d" % len(blobs), r)
+                elif fqn not in tensors:
+                    td = it.tensor_data
+                    itemsize = _element_size(td.properties.dtype)
+                    tensors[fqn] = ("t%d" % len(tensors), str(td.properties.dtype),
+                                    tuple(td.size), itemsize)
+        table = {"tensors": tensors, "blobs": blobs}
+        blob = pickle.dumps({"metadata": md, "table": table})
+        out = []
+        for r, plan in enumerate(plans):
+            data = {"table": table, "meta_len": len(blob),
+                    "meta": blob if r == 0 else None}
+            out.append(dataclasses.replace(plan, storage_data=data))
+        return out
+
+    def write_data(self, plan: Any, planner: Any) -> Any:
+        from torch.futures import Future
+        import numpy
+        m = dcp()
+        WriteItemType = m.planner.WriteItemType
+        world = self.world
+        assert world is not None
+        info = plan.storage_data
+        table = info["table"]
+        mine: Dict[str, List[Tuple[Any, Any]]] = {}
+        blobs: Dict[str, Any] = {}
+        results = []
+        for it in plan.items:
+            data = planner.resolve_data(it)
+            fqn = it.index.fqn
+            if it.type == WriteItemType.BYTE_IO:
+                raw = data.getvalue()
+                blobs[fqn] = numpy.frombuffer(bytearray(raw), dtype=numpy.int8)
+                results.append(m.storage.WriteResult(index=it.index, size_in_bytes=len(raw),
+                                                     storage_data=None))
+            else:
+                b = _bytes_of(data)
+                mine.setdefault(fqn, []).append((it.tensor_data.chunk.offsets, b))
+                results.append(m.storage.WriteResult(index=it.index, size_in_bytes=b.nbytes,
+                                                     storage_data=None))
+        # the blobs' lengths, known only to their writers: one allreduce
+        names = sorted(table["blobs"], key=lambda f: int(table["blobs"][f][0][1:]))
+        lens = numpy.zeros(max(1, len(names)), dtype=numpy.int64)
+        for i, fqn in enumerate(names):
+            if fqn in blobs:
+                lens[i] = len(blobs[fqn])
+        world.allreduce(lens, op="sum")
+        self._finish_previous()
+        ck = Checkpoint(world, self.path)
+        keep: List[Any] = []
+        try:
+            ck.set_keep(self.keep)
+            head = numpy.array([info["meta_len"], len(names)], dtype=numpy.int64)
+            if info["meta"] is not None:
+                meta = numpy.frombuffer(bytearray(info["meta"]), dtype=numpy.int8)
+                ck.tensor("head", head)
+                ck.tensor("meta", meta)
+                ck.tensor("blob_lens", lens)
+                keep += [head, meta, lens]
+            else:
+                ck.declare("head", "int64", [2])
+                ck.declare("meta", "int8", [info["meta_len"]])
+                ck.declare("blob_lens", "int64", [len(lens)])
+            for fqn, (lname, _dt, size, itemsize) in table["tensors"].items():
+                gshape = list(size) + [itemsize]
+                if len(gshape) > 8:
+                    raise invalid("StorageWriter: %s has %d dimensions; at most 7" %
+                                  (fqn, len(size)))
+                blocks = mine.get(fqn, [])
+                if not blocks:
+                    ck.declare(lname, "int8", gshape)
+                for offsets, b in blocks:
+                    ck.tensor(lname, b, global_shape=gshape, offset=list(offsets) + [0])
+                    keep.append(b)
+            for i, fqn in enumerate(names):
+                lname = table["blobs"][fqn][0]
+                if fqn in blobs and len(blobs[fqn]):
+                    ck.tensor(lname, blobs[fqn])
+                    keep.append(blobs[fqn])
+                else:
+                    ck.declare(lname, "int8", [max(1, int(lens[i]))])
+            step = self.step
+            if step is None:
+                last = ck.latest()
+                step = 0 if last is None else last + 1
+            ck.set_async(self.async_save)
+            ck.save(step)
+        except BaseException:
+            ck.close()
+            raise
+        self.saved = step
+        self.step = step + 1
+        if self.async_save:
+            self._ck, self._keep_alive = ck, keep
+        else:
+            ck.close()
+        fut: Any = Future()
+        fut.set_result(results)
+        return fut
+
+    def finish(self, metadata: Any, results: Any) -> None:
+        pass
+
+    def _finish_previous(self) -> None:
+        if self._ck is not None:
+            ck, self._ck = self._ck, None
+            self._keep_alive = []
+            ck.close()
+
+    def wait(self) -> None:
+        """Wait until the async save in flight is durable (collective)."""
+        self._finish_previous()
+
+    def close(self) -> None:
+        """wait(), then free the world this writer made (collective)."""
+        self._finish_previous()
+        if self.world is not None and self._world_arg is None:
+            self.world.close()
+        self.world = None
+
+
+def _element_size(dtype: Any) -> int:
+    import torch
+    return torch.empty((), dtype=dtype).element_size()
+
+
+class StorageReader:
+    """DCP StorageReader on libloom's checkpoint (see the module):
+
+        r = loom.torch.StorageReader(path)          # default $LOOM_CKPT_DIR/dcp
+        dcp.load_state_dict(state_dict, r)          # every rank, any rank count
+        r.step                                      # the step loaded
+
+    step: load that step (default: the newest that verifies; a damaged
+    one falls back to the one before, with a warning). world: the
+    loom.World of the ranks (collective).
+    """
+
+    def __init__(self, path: Optional[str] = None, step: Optional[int] = None,
+                 world: Optional[World] = None) -> None:
+        if path is None:
+            if not os.environ.get("LOOM_CKPT_DIR"):
+                raise invalid("StorageReader: no path and LOOM_CKPT_DIR is unset")
+            path = os.path.join(os.environ["LOOM_CKPT_DIR"], "dcp")
+        self.path = path
+        self.step = step
+        self._world_arg = world
+        self.world: Optional[World] = None
+        self._table: Dict[str, Any] = {}
+        self._lens: List[int] = []
+        self._tried: List[int] = []
+
+    def reset(self, checkpoint_id: Any = None) -> None:
+        pass
+
+    def set_up_storage_reader(self, metadata: Any, is_coordinator: bool) -> None:
+        self.init(metadata, is_coordinator)
+
+    def _meta(self, step: Optional[int]) -> Tuple[int, Dict[str, Any]]:
+        """Load meta of step (None: the newest whose meta verifies)."""
+        import numpy
+        world = self.world
+        assert world is not None
+        n = numpy.zeros(2, dtype=numpy.int64)     # meta's length, the blobs' count
+        with Checkpoint(world, self.path) as ck:
+            ck.tensor("head", n)
+            if step is None:
+                step = ck.restore()
+                if step is None:
+                    raise FileNotFoundError("loom: no checkpoint in %s" % self.path)
+            else:
+                ck.load(step)
+        meta = numpy.zeros(int(n[0]), dtype=numpy.int8)
+        lens = numpy.zeros(max(1, int(n[1])), dtype=numpy.int64)
+        with Checkpoint(world, self.path) as ck:
+            ck.tensor("meta", meta)
+            ck.tensor("blob_lens", lens)
+            ck.load(step)
+        got = pickle.loads(meta.tobytes())
+        got["blob_lens"] = [int(x) for x in lens]
+        return step, got
+
+    def read_metadata(self) -> Any:
+        if self.world is None:
+            self.world = _world(self._world_arg)
+        self.step, got = self._meta(self.step)
+        self._table = got["table"]
+        self._lens = got["blob_lens"]
+        return got["metadata"]
+
+    def init(self, metadata: Any, is_coordinator: bool) -> None:
+        pass
+
+    def prepare_local_plan(self, plan: Any) -> Any:
+        return plan
+
+    def prepare_global_plan(self, plans: List[Any]) -> List[Any]:
+        return plans
+
+    def _older(self, step: int) -> Optional[int]:
+        """The newest committed step before step (from the directory)."""
+        best = None
+        for n in os.listdir(self.path):
+            if n.startswith("step-") and n[5:].isdigit() and int(n[5:]) < step and \
+                    os.path.exists(os.path.join(self.path, n, "MANIFEST")):
+                best = max(best or 0, int(n[5:]))
+        return best
+
+    def read_data(self, plan: Any, planner: Any) -> Any:
+        from torch.futures import Future
+        import io
+        import numpy
+        import torch
+        m = dcp()
+        LoadItemType = m.planner.LoadItemType
+        world = self.world
+        assert world is not None and self.step is not None
+        while True:
+            table = self._table
+            reads: List[Tuple[Any, Any, str]] = []
+            with Checkpoint(world, self.path) as ck:
+                wanted: Dict[str, List[Any]] = {}
+                for ri in plan.items:
+                    wanted.setdefault(ri.storage_index.fqn, []).append(ri)
+                for fqn, (lname, dt, size, itemsize) in table["tensors"].items():
+                    gshape = list(size) + [itemsize]
+                    items = [ri for ri in wanted.get(fqn, [])
+                             if ri.type != LoadItemType.BYTE_IO]
+                    if not items:
+                        ck.declare(lname, "int8", gshape)
+                    for ri in items:
+                        chunk = ri.storage_index.offset or [0] * len(size)
+                        off = [a + b for a, b in zip(chunk, ri.storage_offsets)] + [0]
+                        buf = numpy.zeros(tuple(ri.lengths) + (itemsize,), dtype=numpy.int8)
+                        ck.tensor(lname, buf, global_shape=gshape, offset=off)
+                        reads.append((ri, buf, dt))
+                for i, (fqn, (lname, _r)) in enumerate(sorted(
+                        table["blobs"].items(), key=lambda kv: int(kv[1][0][1:]))):
+                    items = [ri for ri in wanted.get(fqn, [])
+                             if ri.type == LoadItemType.BYTE_IO]
+                    length = max(1, self._lens[i])
+                    if items:
+                        buf = numpy.zeros(length, dtype=numpy.int8)
+                        ck.tensor(lname, buf)
+                        for ri in items:
+                            reads.append((ri, buf, ""))
+                    else:
+                        ck.declare(lname, "int8", [length])
+                try:
+                    ck.load(self.step)
+                    break
+                except IOFailure as e:
+                    older = self._older(self.step)
+                    if older is None:
+                        raise
+                    if world.rank == 0:
+                        sys.stderr.write("loom: warning: DCP checkpoint step %d in %s is damaged "
+                                         "(%s); loading step %d instead\n" %
+                                         (self.step, self.path, e, older))
+            self.step, got = self._meta(older)
+            self._table = got["table"]
+            self._lens = got["blob_lens"]
+        for ri, buf, dt in reads:
+            if not dt:
+                planner.load_bytes(ri, io.BytesIO(buf.tobytes()))
+                continue
+            src = torch.from_numpy(buf).reshape(-1).view(_dtype_of(dt)).reshape(
+                tuple(ri.lengths))
+            target = planner.resolve_tensor(ri).detach()
+            target.copy_(src)
+            planner.commit_tensor(ri, target)
+        fut: Any = Future()
+        fut.set_result(None)
+        return fut
+
+    def close(self) -> None:
+        """Free the world this reader made (collective)."""
+        if self.world is not None and self._world_arg is None:
+            self.world.close()
+        self.world = None
+
+
+__all__ = ["StorageReader", "StorageWriter", "dcp"]

@@ -1,0 +1,211 @@
+"""Unit tests of loom.torch (Resumable, the DCP StorageWriter/StorageReader)
+in a world of one, printing TAP; every test is skipped without torch.
+make check runs it with PYTHONPATH at python/ and LOOM_LIBRARY at the
+libloom just built."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+
+for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMIX_RANK", "LOOM_BACKEND",
+          "LOOM_CKPT_DIR", "LOOM_CKPT_SIGNAL", "LOOM_CKPT_REQUEUE", "LOOM_CKPT_CACHE",
+          "SLURM_JOB_ID", "SLURM_RESTART_COUNT", "SLURM_STEP_ID", "LOOM_PLUGIN_VERSION"):
+    os.environ.pop(v, None)
+
+import loom  # noqa: E402
+import loom.torch  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+TMP = tempfile.mkdtemp(prefix="loom-torch-test.")
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def model_and_friends():
+    torch.manual_seed(1)
+    m = torch.nn.Linear(4, 3)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    sampler = torch.utils.data.DistributedSampler(list(range(10)), num_replicas=1, rank=0)
+    return m, opt, sched, sampler
+
+
+def train(m, opt, sched, n):
+    for _ in range(n):
+        loss = m(torch.randn(2, 4)).pow(2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+
+
+@test
+def t_lazy():
+    """import loom and import loom.torch do not import torch"""
+    out = subprocess.run([sys.executable, "-c", "import sys, loom, loom.torch; "
+                          "print('torch' in sys.modules)"], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out
+
+
+@test
+def t_arguments():
+    """Resumable: bad arguments are TypeError/ValueError (loom.Error)"""
+    if torch is None:
+        return "skip torch is not installed"
+    for kw, kind in (({"model": object()}, TypeError), ({"every": 0}, ValueError),
+                     ({"every": "2"}, TypeError), ({"dir": 3}, TypeError)):
+        try:
+            loom.torch.Resumable(**kw)
+        except kind as e:
+            assert isinstance(e, loom.Error), e
+        else:
+            raise AssertionError("%r did not raise %s" % (kw, kind.__name__))
+
+
+@test
+def t_save_restore():
+    """Resumable: restore() is 0 when empty; save then restore brings back model, optimizer, scheduler, sampler epoch and RNG"""
+    if torch is None:
+        return "skip torch is not installed"
+    d = os.path.join(TMP, "r1")
+    m, opt, sched, sampler = model_and_friends()
+    with loom.torch.Resumable(model=m, optimizer=opt, scheduler=sched, sampler=sampler,
+                              dir=d) as run:
+        assert run.restore() == 0
+        train(m, opt, sched, 3)
+        sampler.set_epoch(5)
+        run.save(2)
+        want = {k: v.clone() for k, v in m.state_dict().items()}
+        mom = [opt.state[p]["momentum_buffer"].clone() for p in m.parameters()]
+        lr = sched.get_last_lr()
+        nxt = torch.rand(3)
+        assert sorted(os.listdir(os.path.join(d, "step-2"))) == ["COMPLETE", "rng-0.pt",
+                                                                 "state.pt"]
+    m, opt, sched, sampler = model_and_friends()
+    with loom.torch.Resumable(model=m, optimizer=opt, scheduler=sched, sampler=sampler,
+                              dir=d) as run:
+        assert run.restore() == 3
+        for k, v in m.state_dict().items():
+            assert torch.equal(v, want[k]), k
+        for p, b in zip(m.parameters(), mom):
+            assert torch.equal(opt.state[p]["momentum_buffer"], b)
+        assert sched.get_last_lr() == lr and sampler.epoch == 5
+        assert torch.equal(torch.rand(3), nxt), "the RNG state did not come back"
+        assert run.path == os.path.join(d, "step-2")
+
+
+@test
+def t_fallback_keep():
+    """Resumable: the newest two steps are kept; a damaged newest falls back to the one before"""
+    if torch is None:
+        return "skip torch is not installed"
+    d = os.path.join(TMP, "r2")
+    m, opt, sched, _ = model_and_friends()
+    with loom.torch.Resumable(model=m, optimizer=opt, dir=d) as run:
+        for s in (1, 2, 3):
+            run.save(s)
+        assert sorted(os.listdir(d)) == ["latest", "step-2", "step-3"], os.listdir(d)
+        with open(os.path.join(d, "step-3", "state.pt"), "r+b") as f:
+            f.write(b"damaged")
+        assert run.restore() == 3
+
+
+@test
+def t_stop_signal():
+    """Resumable: SIGUSR1 (no LOOM_CKPT_SIGNAL) makes should_stop save and ask loom.so for the requeue"""
+    if torch is None:
+        return "skip torch is not installed"
+    ck = os.path.join(TMP, "job")
+    os.makedirs(ck)
+    env = {"LOOM_CKPT_DIR": ck, "SLURM_JOB_ID": "77", "LOOM_PLUGIN_VERSION": "0.1.0"}
+    os.environ.update(env)
+    try:
+        m, opt, _, _ = model_and_friends()
+        with loom.torch.Resumable(model=m, optimizer=opt) as run:
+            assert run.dir == os.path.join(ck, "resumable")
+            assert not run.should_stop(0)
+            os.kill(os.getpid(), signal.SIGUSR1)
+            for _ in range(1000):
+                if run.requested:
+                    break
+            assert run.should_stop(1)
+            assert run.stopped_at == 1
+        assert os.path.exists(os.path.join(ck, "resumable", "step-1", "COMPLETE"))
+        assert os.path.exists(os.path.join(ck, ".loom-requeue")), os.listdir(ck)
+    finally:
+        for k in env:
+            os.environ.pop(k, None)
+        loom._signal._last = None
+
+
+@test
+def t_dcp_round_trip():
+    """StorageWriter/StorageReader: dtypes (bfloat16, bool, 0-dim), Python values, async, a damaged step falls back"""
+    if torch is None:
+        return "skip torch is not installed"
+    D = loom.torch.dcp()
+    d = os.path.join(TMP, "dcp")
+    world = loom.init()
+    try:
+        def sd(k):
+            return {"a": torch.arange(6, dtype=torch.float32).reshape(2, 3) + k,
+                    "h": torch.ones(4, dtype=torch.bfloat16) * k,
+                    "m": torch.tensor([True, False, k % 2 == 1]),
+                    "z": torch.tensor(k, dtype=torch.int64), "obj": {"k": k}}
+        w = loom.torch.StorageWriter(d, async_save=True, world=world)
+        for k in range(3):
+            D.save_state_dict(sd(k), w, no_dist=True)
+        w.close()
+        assert w.saved == 2 and open(os.path.join(d, "latest")).read() == "step-2\n"
+        got = {"a": torch.zeros(2, 3), "h": torch.zeros(4, dtype=torch.bfloat16),
+               "m": torch.zeros(3, dtype=torch.bool), "z": torch.tensor(0), "obj": None}
+        r = loom.torch.StorageReader(d, world=world)
+        D.load_state_dict(got, r, no_dist=True)
+        want = sd(2)
+        assert r.step == 2
+        for k in ("a", "h", "m", "z"):
+            assert torch.equal(got[k], want[k]), (k, got[k], want[k])
+        assert got["obj"] == {"k": 2}
+        man = open(os.path.join(d, "step-2", "MANIFEST")).read().split("\n")
+        f = [ln.split(" file ")[1].split()[0] for ln in man if ln.startswith("tensor t0 ")][0]
+        with open(os.path.join(d, "step-2", f), "r+b") as fh:
+            fh.write(b"\xff\xfe")
+        r = loom.torch.StorageReader(d, world=world)
+        D.load_state_dict(got, r, no_dist=True)
+        assert r.step == 1 and torch.equal(got["a"], sd(1)["a"]), (r.step, got["a"])
+    finally:
+        world.close()
+
+
+def main():
+    print("1..%d" % len(TESTS))
+    failed = 0
+    for n, fn in enumerate(TESTS, 1):
+        try:
+            r = fn()
+        except Exception:
+            failed += 1
+            print("not ok %d - %s" % (n, fn.__doc__))
+            for line in traceback.format_exc().splitlines():
+                print("# " + line)
+            continue
+        if isinstance(r, str) and r.startswith("skip "):
+            print("ok %d - %s # SKIP %s" % (n, fn.__doc__, r[5:]))
+        else:
+            print("ok %d - %s" % (n, fn.__doc__))
+    subprocess.run(["rm", "-rf", TMP])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
