@@ -4,7 +4,8 @@
 # iteration of allreduces; the survivors see PEER_LOST or REVOKED, revoke
 # the world, agree (every survivor prints the same flag and failed set),
 # shrink, and an allreduce and a split's allreduce on the new
-# communicator give the right sums. A second rank killed as the others
+# communicator give the right sums; a dup of the world and the mesh's
+# data-parallel group, made before the failure, shrink too. A second rank killed as the others
 # enter the agreement; a revoke alone. LOOM_TIMEOUT=60 bounds every wait
 # and t_srun the run: a hang fails, it never passes.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
@@ -25,6 +26,8 @@ survived() {
 	test "$(grep ': agree: ' "$1" | sed 's/^rank [0-9]*: //' | sort -u)" = "agree: flag 1 failed $3" &&
 	test "$(grep -Ec ": shrunk: rank [0-9]+ of $2 sum [0-9]+ want [0-9]+ ok$" "$1")" -eq "$2" &&
 	test "$(grep -Ec ': split: .* ok$' "$1")" -eq "$2" &&
+	test "$(grep -Ec ": dup: rank [0-9]+ of $2 sum .* ok$" "$1")" -eq "$2" &&
+	test "$(grep -Ec ': mesh-dp: .* ok$' "$1")" -eq "$2" &&
 	test "$(grep -c ': done$' "$1")" -eq "$2" &&
 	! grep -E 'FAIL|WRONG' "$1"
 }

@@ -16,6 +16,7 @@
  *   rank R: agree: flag F failed A,B   (the same on every survivor)
  *   rank R: shrunk: rank r of n sum X want Y ok
  *   rank R: split: sum X want Y ok
+ *   rank R: dup: ... ok, rank R: mesh-dp: ... ok   the same after their shrink
  *   rank R: done
  * Every survivor exits 0 only when each check passed; no finalize: the
  * world holds dead ranks. */
@@ -29,6 +30,10 @@
 #include <unistd.h>
 
 static int R, N;
+/* made before the failure: a dup of the world and the mesh's
+ * data-parallel group (tp = 2: one member a node), shrunk after it */
+static loom_comm_t *D;
+static loom_mesh_t M;
 
 static int in_list(const char *list, int r)
 {
@@ -110,6 +115,16 @@ static int recover(loom_comm_t *w, const char *late)
 	bad |= check_sum(half, "split");
 	loom_comm_free(half);
 	loom_comm_free(s);
+	rc = loom_comm_shrink(D, &s);
+	if (rc)
+		return fail("shrink dup", rc);
+	bad |= check_sum(s, "dup");
+	loom_comm_free(s);
+	rc = loom_comm_shrink(M.dp, &s);
+	if (rc)
+		return fail("shrink mesh dp", rc);
+	bad |= check_sum(s, "mesh-dp");
+	loom_comm_free(s);
 	return bad;
 }
 
@@ -124,6 +139,8 @@ int main(int argc, char **argv)
 	R = loom_comm_rank(w);
 	N = loom_comm_size(w);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (loom_comm_dup(w, &D) || N % 2 || loom_mesh(w, N / 2, 2, 1, &M))
+		return 2;
 	for (i = 0; i < 100000 && rc == LOOM_SUCCESS; i++) {
 		int64_t x = 1, y = 0;
 		if (i == iter && !strcmp(mode, "kill") && in_list(who, R))
