@@ -45,6 +45,9 @@ t_runtime_coll_check_LDADD = runtime/libloom.la -lm -lpthread
 check_PROGRAMS += t/runtime/scale-check
 t_runtime_scale_check_SOURCES = t/runtime/scale-check.c
 t_runtime_scale_check_LDADD = runtime/libloom.la
+check_PROGRAMS += t/runtime/ft-check
+t_runtime_ft_check_SOURCES = t/runtime/ft-check.c
+t_runtime_ft_check_LDADD = runtime/libloom.la
 # the node rendezvous' socket name, for the squatter of t2007
 check_PROGRAMS += t/runtime/node-socket-name
 t_runtime_node_socket_name_SOURCES = t/runtime/node-socket-name.c
@@ -56,6 +59,7 @@ dist_check_SCRIPTS += \
 	t/t2002-runtime-coll-pmix.t \
 	t/t2003-runtime-comm.t \
 	t/t2004-runtime-failures.t \
+	t/t2010-runtime-shrink.t \
 	t/t2005-runtime-scale.t \
 	t/t2006-runtime-direct-reads.t \
 	t/t2008-runtime-staged.t \

@@ -30,6 +30,7 @@ typedef enum {
 	LOOM_ERR_IO = -10,          /* file I/O failed (checkpoint) */
 	LOOM_ERR_CORRUPT = -11,     /* data failed its checksum or manifest check */
 	LOOM_ERR_NOT_FOUND = -12,   /* nothing to load (no committed checkpoint) */
+	LOOM_ERR_REVOKED = -13,     /* the communicator was revoked (loom_comm_revoke) */
 } loom_status_t;
 
 /* Text for a status code; never NULL. */
@@ -114,6 +115,29 @@ int loom_comm_free(loom_comm_t *comm);
 /* Tear comm down from any one rank: every rank's pending and future
  * operations on it fail with LOOM_ERR_ABORTED (or LOOM_ERR_PEER_LOST). */
 int loom_comm_abort(loom_comm_t *comm);
+
+/* ---- surviving a lost rank (native backend; docs/fault-tolerance.md).
+ * The MPI and NCCL backends return LOOM_ERR_UNSUPPORTED. ----
+ * Revoke comm from any one member: every member's pending and later
+ * operations on it fail within about a second with LOOM_ERR_REVOKED (or
+ * LOOM_ERR_PEER_LOST where a peer is known gone). Unlike an abort, comm
+ * stays usable for the three calls below. */
+int loom_comm_revoke(loom_comm_t *comm);
+/* Collective over the members still alive, also on a failed or revoked
+ * comm: a fault-tolerant AND of *flag (0 or not 0). Every survivor gets
+ * the same *flag and the same failed set (loom_comm_failed), also when
+ * more members die during the call. LOOM_ERR_TIMEOUT when a member that
+ * is alive did not answer within comm's timeout (then nothing is agreed). */
+int loom_comm_agree(loom_comm_t *comm, int *flag);
+/* The failed set of the last agree (or shrink) on comm, in comm's
+ * numbering, ascending: at most max ranks in ranks, their count in
+ * *nfailed (none before the first agree). */
+int loom_comm_failed(loom_comm_t *comm, int *ranks, int max, int *nfailed);
+/* Collective over the survivors: an agree, then a new communicator of
+ * the members not failed, ranks renumbered in their old order, with its
+ * own context, shared memory and sub-communicators. A member the agree
+ * counts as failed gets *newcomm = NULL and LOOM_ERR_REVOKED. */
+int loom_comm_shrink(loom_comm_t *comm, loom_comm_t **newcomm);
 
 /* Deadline for every operation on comm, in seconds (default LOOM_TIMEOUT,
  * else 600). On expiry the call returns LOOM_ERR_TIMEOUT and logs one line

@@ -29,7 +29,8 @@ also the builtin exception of its kind: loom.InvalidArgument (a
 ValueError) and loom.InvalidType (a TypeError) for bad arguments
 (status LOOM_ERR_INVALID), loom.Timeout (a TimeoutError) for
 LOOM_ERR_TIMEOUT, loom.PeerLost (a ConnectionError) for
-LOOM_ERR_PEER_LOST, loom.IOFailure (an OSError) for LOOM_ERR_SYSTEM,
+LOOM_ERR_PEER_LOST, loom.Revoked (a ConnectionError) for
+LOOM_ERR_REVOKED, loom.IOFailure (an OSError) for LOOM_ERR_SYSTEM,
 LOOM_ERR_IO and LOOM_ERR_CORRUPT, loom.LibraryError (an OSError) when
 libloom cannot be loaded; other statuses are loom.Error itself.
 
@@ -43,7 +44,7 @@ or LOOM_LIBRARY). See loom-python(7), loom_ckpt(3), and
 docs/environment.md for the contract with loom.so.
 """
 from ._errors import (STATUS_NAMES, Error, InvalidArgument, InvalidType, IOFailure,
-                      LibraryError, PeerLost, Timeout, PUBLIC as _ERRORS)
+                      LibraryError, PeerLost, Revoked, Timeout, PUBLIC as _ERRORS)
 from ._lib import lib as _libloom
 from ._signal import StopSignal, request_requeue, stop_signals
 from ._version import __version__
@@ -61,5 +62,6 @@ def library_version() -> str:
 for _cls in (Checkpoint, StopSignal, World) + _ERRORS:
     _cls.__module__ = __name__      # loom.Error in tracebacks, not loom._errors.Error
 __all__ = ["Checkpoint", "Error", "IOFailure", "InvalidArgument", "InvalidType",
-           "LibraryError", "OPS", "PeerLost", "STATUS_NAMES", "StopSignal", "Timeout", "World",
+           "LibraryError", "OPS", "PeerLost", "Revoked", "STATUS_NAMES", "StopSignal",
+           "Timeout", "World",
            "init", "library_version", "request_requeue", "stop_signals", "__version__"]

@@ -23,6 +23,7 @@ STATUS_NAMES: Dict[int, str] = {
     -10: "LOOM_ERR_IO",
     -11: "LOOM_ERR_CORRUPT",
     -12: "LOOM_ERR_NOT_FOUND",
+    -13: "LOOM_ERR_REVOKED",
 }
 ERR_INVALID = -1
 ERR_SYSTEM = -3
@@ -32,6 +33,7 @@ ERR_UNSUPPORTED = -8
 ERR_IO = -10
 ERR_CORRUPT = -11
 ERR_NOT_FOUND = -12
+ERR_REVOKED = -13
 
 
 class Error(Exception):
@@ -74,6 +76,11 @@ class PeerLost(Error, builtins.ConnectionError):
     """A peer process died or closed its link (LOOM_ERR_PEER_LOST)."""
 
 
+class Revoked(Error, builtins.ConnectionError):
+    """The communicator was revoked by a member (LOOM_ERR_REVOKED): agree
+    and shrink still work on it (docs/fault-tolerance.md)."""
+
+
 class IOFailure(Error, builtins.OSError):
     """A system call or file I/O failed, or a file failed its check
     (LOOM_ERR_SYSTEM, LOOM_ERR_IO, LOOM_ERR_CORRUPT)."""
@@ -96,11 +103,13 @@ _BY_STATUS: Dict[int, Type[Error]] = {
     ERR_SYSTEM: IOFailure,
     ERR_TIMEOUT: Timeout,
     ERR_PEER_LOST: PeerLost,
+    ERR_REVOKED: Revoked,
     ERR_IO: IOFailure,
     ERR_CORRUPT: IOFailure,
 }
 
-PUBLIC = (Error, InvalidArgument, InvalidType, Timeout, PeerLost, IOFailure, LibraryError)
+PUBLIC = (Error, InvalidArgument, InvalidType, Timeout, PeerLost, IOFailure, LibraryError,
+          Revoked)
 
 
 def error(status: int, message: str) -> Error:

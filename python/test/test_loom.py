@@ -119,7 +119,8 @@ def error_classes():
     from loom import _lib
     want = {-1: (loom.InvalidArgument, ValueError), -3: (loom.IOFailure, OSError),
             -4: (loom.Timeout, TimeoutError), -5: (loom.PeerLost, ConnectionError),
-            -10: (loom.IOFailure, OSError), -11: (loom.IOFailure, OSError)}
+            -10: (loom.IOFailure, OSError), -11: (loom.IOFailure, OSError),
+            -13: (loom.Revoked, ConnectionError)}
     for status, name in loom.STATUS_NAMES.items():
         if status == 0:
             assert _lib.check(0, "ok") == 0

@@ -1,6 +1,6 @@
 /* runtime/api/comm.c: the public communicator calls (rank, size, names,
- * timeouts, split, dup, free, abort) through the communicator's backend,
- * and the native backend's split/dup/free/abort. */
+ * timeouts, split, dup, free, abort; revoke, agree, failed, shrink)
+ * through the communicator's backend. */
 #include "backend/backend.h"
 #include "flight/flight.h"
 #include "metrics/metrics.h"
@@ -72,4 +72,54 @@ int loom_comm_abort(loom_comm_t *c)
 	if (!c)
 		return LOOM_ERR_INVALID;
 	return c->be->abort(c);
+}
+
+/* ---- surviving a lost member: the native backend's (core/comm_ft.c);
+ * the others lack these entries ---- */
+static int ft_unsupported(const loom_comm_t *c, const char *call)
+{
+	LOOM_WARN("%s: not supported by the %s backend (the native backend only)", call,
+		  c->be->name);
+	return LOOM_ERR_UNSUPPORTED;
+}
+
+int loom_comm_revoke(loom_comm_t *c)
+{
+	if (!c)
+		return LOOM_ERR_INVALID;
+	if (!c->be->revoke)
+		return ft_unsupported(c, "loom_comm_revoke");
+	return c->be->revoke(c);
+}
+
+int loom_comm_agree(loom_comm_t *c, int *flag)
+{
+	if (!c || !flag)
+		return LOOM_ERR_INVALID;
+	if (!c->be->agree)
+		return ft_unsupported(c, "loom_comm_agree");
+	return c->be->agree(c, flag);
+}
+
+int loom_comm_failed(loom_comm_t *c, int *ranks, int max, int *nfailed)
+{
+	int i;
+	if (!c || !nfailed || max < 0 || (max > 0 && !ranks))
+		return LOOM_ERR_INVALID;
+	if (!c->be->agree)
+		return ft_unsupported(c, "loom_comm_failed");
+	for (i = 0; i < c->ft_nfailed && i < max; i++)
+		ranks[i] = c->ft_failed[i];
+	*nfailed = c->ft_nfailed;
+	return LOOM_SUCCESS;
+}
+
+int loom_comm_shrink(loom_comm_t *c, loom_comm_t **newcomm)
+{
+	if (!c || !newcomm)
+		return LOOM_ERR_INVALID;
+	*newcomm = NULL;
+	if (!c->be->shrink)
+		return ft_unsupported(c, "loom_comm_shrink");
+	return c->be->shrink(c, newcomm);
 }

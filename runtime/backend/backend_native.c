@@ -22,4 +22,7 @@ const struct loom_backend loom_native_backend = {
 	.free = loom_native_free,
 	.abort = loom_native_abort,
 	.finalize = loom_native_finalize,
+	.revoke = loom_native_revoke,
+	.agree = loom_native_agree,
+	.shrink = loom_native_shrink,
 };

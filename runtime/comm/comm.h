@@ -64,6 +64,10 @@ struct loom_backend {
 	int (*abort)(struct loom_comm *);
 	int (*finalize)(struct loom_comm *world);
 	int (*set_stream)(struct loom_comm *, void *stream);  /* NULL: unsupported */
+	/* surviving a lost member (core/comm_ft.c); NULL: unsupported */
+	int (*revoke)(struct loom_comm *);
+	int (*agree)(struct loom_comm *, int *flag);
+	int (*shrink)(struct loom_comm *, struct loom_comm **);
 };
 
 /* ---- communicators ---- */
@@ -113,6 +117,10 @@ struct loom_comm {
 	struct loom_metrics *metrics;  /* made at the first public operation */
 	struct loom_flight_slot *flight;  /* flight record slot, made then too */
 	int flight_tried;
+	/* the agreements of core/comm_ft.c: calls made, the last failed set */
+	uint64_t ft_epoch;
+	int ft_nfailed;
+	int *ft_failed;               /* comm ranks, ascending */
 };
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,

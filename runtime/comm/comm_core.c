@@ -168,6 +168,7 @@ void loom_comm_destroy(struct loom_comm *c)
 	loom_intmap_each(&c->p2p, free_val, NULL);
 	loom_intmap_clear(&c->p2p);
 	free((void *)atomic_load(&c->status_rep));
+	free(c->ft_failed);
 	if (c->coll)
 		c->coll_free(c->coll);
 	free(c);
@@ -283,7 +284,9 @@ int64_t loom_comms_control(struct loom_world *w, int from, int type, uint64_t ct
 		if (type == CTL_ABORT) {
 			int zero = 0;
 			if (atomic_compare_exchange_strong(&c->failed, &zero, LOOM_ABORT_STATUS(aux))) {
-				LOOM_ERR("communicator %s aborted by rank %d", c->name,
+				LOOM_ERR("communicator %s %s by rank %d", c->name,
+					 LOOM_ABORT_STATUS(aux) == LOOM_ERR_REVOKED ? "revoked"
+										    : "aborted",
 					 LOOM_ABORT_ORIGIN(aux, from));
 				entered = 1;  /* newly aborted here: the engine passes it on */
 			}

@@ -1,6 +1,7 @@
-/* runtime/core/comm_native.c: the native backend's split, dup, free and abort:
+/* runtime/core/comm_native.c: the native backend's split, dup, free, abort
+ * and revoke:
  * members agreed by one allgather of (color, key), a context id mixed
- * from the parent's, abort notices through the TCP engine. */
+ * from the parent's, abort and revoke notices through the TCP engine. */
 #include "core/core.h"
 
 #include <stdio.h>
@@ -81,20 +82,34 @@ int loom_native_free(struct loom_comm *c)
 	return LOOM_SUCCESS;
 }
 
-int loom_native_abort(struct loom_comm *c)
+/* fail c here with status and tell every other member, which passes it
+ * on (transport_tcp_read.c): abort and revoke differ only in status */
+static int fail_everywhere(struct loom_comm *c, int status, const char *what)
 {
 	int i, zero = 0;
-	atomic_compare_exchange_strong(&c->failed, &zero, LOOM_ERR_ABORTED);
-	LOOM_ERR("communicator %s aborted by this rank", c->name);
+	atomic_compare_exchange_strong(&c->failed, &zero, status);
+	LOOM_ERR("communicator %s %s by this rank", c->name, what);
 	for (i = 0; i < c->size; i++)
 		if (i != c->rank)
 			loom_tcp_control(c->w->eng, loom_comm_wrank(c, i), CTL_ABORT, c->ctx,
-					 LOOM_ABORT_AUX(LOOM_ERR_ABORTED, loom_comm_wrank(c, c->rank)));
+					 LOOM_ABORT_AUX(status, loom_comm_wrank(c, c->rank)));
 	loom_bell_ring(loom_comm_bell(c));
 	if (c->nodec)
-		atomic_store(&c->nodec->failed, LOOM_ERR_ABORTED);
+		atomic_store(&c->nodec->failed, status);
 	if (c->leaderc)
-		atomic_store(&c->leaderc->failed, LOOM_ERR_ABORTED);
+		atomic_store(&c->leaderc->failed, status);
 	return LOOM_SUCCESS;
 }
 
+int loom_native_abort(struct loom_comm *c)
+{
+	return fail_everywhere(c, LOOM_ERR_ABORTED, "aborted");
+}
+
+/* A revoke is an abort with its own status: the communicator's
+ * operations end, its agreements (comm_ft.c) go on over their own
+ * contexts, which a failed communicator does not touch. */
+int loom_native_revoke(struct loom_comm *c)
+{
+	return fail_everywhere(c, LOOM_ERR_REVOKED, "revoked");
+}

@@ -23,6 +23,10 @@ int loom_native_split(struct loom_comm *c, int color, int key, struct loom_comm 
 int loom_native_dup(struct loom_comm *c, struct loom_comm **out);
 int loom_native_free(struct loom_comm *c);
 int loom_native_abort(struct loom_comm *c);
+int loom_native_revoke(struct loom_comm *c);
+/* comm_ft.c: agreement among the survivors, and the shrink */
+int loom_native_agree(struct loom_comm *c, int *flag);
+int loom_native_shrink(struct loom_comm *c, struct loom_comm **out);
 
 /* ---- progress.c: requests ---- */
 loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl);

@@ -18,6 +18,7 @@ const char *loom_strerror(int status)
 	case LOOM_ERR_IO: return "I/O error";
 	case LOOM_ERR_CORRUPT: return "data is corrupt (checksum or manifest mismatch)";
 	case LOOM_ERR_NOT_FOUND: return "not found";
+	case LOOM_ERR_REVOKED: return "communicator revoked (loom_comm_revoke)";
 	}
 	return "unknown loom status";
 }

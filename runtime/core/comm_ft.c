@@ -1,0 +1,262 @@
+/* runtime/core/comm_ft.c: the native backend's agreement among the
+ * members still alive, and the shrink built on it (docs/fault-tolerance.md).
+ *
+ * The model is fail-stop: a member dies or its connections drop, and the
+ * TCP engine then fails what we wait for from it (its connection closed,
+ * or a dial refused). Messages go straight through the engine, on a
+ * context of their own per agreement, so a failed or revoked
+ * communicator still agrees. Each member holds an estimate: the AND of
+ * the flags it has seen and a bit per member known failed.
+ *   phase 1: every member sends its estimate to every other one it does
+ *            not know failed and merges what comes (a loss sets the
+ *            sender's bit): n (n - 1) messages, one round;
+ *   phase 2: coordinators in rank order: coordinator r sends its
+ *            estimate to the members it does not know failed; the others
+ *            take it as theirs, or go on with their own when r is lost.
+ * The lowest member that lives through the call is a coordinator every
+ * survivor hears (nobody sees a live member's connection drop), so from
+ * its round on every survivor and every later coordinator holds its
+ * estimate: the decision is the same everywhere. Phase 2 takes one
+ * message latency per live member, n - 1 messages each. A member that
+ * misses the communicator's timeout (alive, not answering) ends the call
+ * with LOOM_ERR_TIMEOUT on who waits for it: nothing is agreed then. */
+#include "core/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_GATHER 1ull
+#define TAG_ROUND 0x100ull   /* + the coordinator's rank */
+
+/* an estimate on the wire: flag, then one bit per member, failed */
+struct est {
+	int n;
+	size_t len;
+	uint8_t *b;          /* [0..3] flag (0/1), [4..] the bits */
+};
+
+static int est_init(struct est *e, int n)
+{
+	e->n = n;
+	e->len = 4 + ((size_t)n + 7) / 8;
+	e->b = calloc(1, e->len);
+	return e->b ? 0 : -1;
+}
+static int est_failed(const struct est *e, int i) { return e->b[4 + i / 8] >> (i % 8) & 1; }
+static void est_fail(struct est *e, int i) { e->b[4 + i / 8] |= (uint8_t)(1u << (i % 8)); }
+static int est_flag(const struct est *e) { return e->b[0]; }
+
+/* e = e AND/UNION what came in o */
+static void est_merge(struct est *e, const uint8_t *o)
+{
+	size_t k;
+	e->b[0] = e->b[0] && o[0];
+	for (k = 4; k < e->len; k++)
+		e->b[k] |= o[k];
+}
+
+/* the engine's transfers of one step, waited for together */
+struct io {
+	struct loom_comm *c;
+	uint64_t ctx;
+	double deadline;
+	struct loom_bell bell;
+	struct loom_treq *t;
+	int nt;
+};
+
+static void io_post(struct io *io, int is_send, int peer, uint64_t tag, void *buf, size_t len)
+{
+	struct loom_treq *r = &io->t[io->nt++];
+	memset(r, 0, sizeof *r);
+	r->kind = is_send ? TREQ_SEND : TREQ_RECV;
+	r->peer = loom_comm_wrank(io->c, peer);
+	r->ctx = io->ctx;
+	r->tag = tag;
+	r->buf = buf;
+	r->len = len;
+	r->eager = 1;
+	r->bell = &io->bell;
+	loom_tcp_post(io->c->w->eng, r);
+}
+
+/* every posted transfer done (each with its status), or LOOM_ERR_TIMEOUT
+ * at the deadline with the rest taken back */
+static int io_wait(struct io *io)
+{
+	for (;;) {
+		uint32_t seen = atomic_load(&io->bell.seq);
+		int i, left = 0;
+		for (i = 0; i < io->nt; i++)
+			left += !atomic_load(&io->t[i].done);
+		if (!left)
+			break;
+		if (loom_now() >= io->deadline) {
+			for (i = 0; i < io->nt; i++)
+				loom_tcp_cancel(io->c->w->eng, &io->t[i]);
+			io->nt = 0;
+			return LOOM_ERR_TIMEOUT;
+		}
+		loom_bell_wait(&io->bell, seen, 0.1);
+	}
+	io->nt = 0;
+	return LOOM_SUCCESS;
+}
+
+/* phase 1: estimates to and from every member not known failed */
+static int gather(struct io *io, struct est *e)
+{
+	struct loom_comm *c = io->c;
+	int n = c->size, i, rc, nf = 0;
+	int *who = calloc((size_t)n, sizeof *who), *ti = calloc((size_t)n, sizeof *ti);
+	uint8_t *mine = malloc(e->len), *in = malloc(e->len * (size_t)n);
+	if (!who || !ti || !mine || !in) {
+		free(who); free(ti); free(mine); free(in);
+		return LOOM_ERR_NOMEM;
+	}
+	memcpy(mine, e->b, e->len);
+	for (i = 0; i < n; i++) {
+		if (i == c->rank || est_failed(e, i))
+			continue;
+		who[nf] = i;
+		ti[nf++] = io->nt;
+		io_post(io, 0, i, TAG_GATHER, in + e->len * (size_t)i, e->len);
+		io_post(io, 1, i, TAG_GATHER, mine, e->len);
+	}
+	rc = io_wait(io);
+	for (i = 0; rc == LOOM_SUCCESS && i < nf; i++) {
+		if (io->t[ti[i]].status == LOOM_SUCCESS)
+			est_merge(e, in + e->len * (size_t)who[i]);
+		else
+			est_fail(e, who[i]);
+	}
+	free(who); free(ti); free(mine); free(in);
+	return rc;
+}
+
+/* phase 2: each coordinator's estimate becomes everyone's who hears it */
+static int rounds(struct io *io, struct est *e)
+{
+	struct loom_comm *c = io->c;
+	int r, i, rc = LOOM_SUCCESS;
+	uint8_t *buf = malloc(e->len);
+	char *lost = calloc((size_t)c->size, 1);   /* seen gone here, not agreed */
+	if (!buf || !lost) {
+		free(buf); free(lost);
+		return LOOM_ERR_NOMEM;
+	}
+	for (r = 0; r < c->size && rc == LOOM_SUCCESS; r++) {
+		if (est_failed(e, r) || lost[r])
+			continue;
+		if (r == c->rank) {
+			memcpy(buf, e->b, e->len);
+			for (i = 0; i < c->size; i++)
+				if (i != r && !est_failed(e, i) && !lost[i])
+					io_post(io, 1, i, TAG_ROUND + (uint64_t)r, buf, e->len);
+			rc = io_wait(io);
+			continue;
+		}
+		io_post(io, 0, r, TAG_ROUND + (uint64_t)r, buf, e->len);
+		rc = io_wait(io);
+		if (rc == LOOM_SUCCESS && io->t[0].status == LOOM_SUCCESS)
+			memcpy(e->b, buf, e->len);
+		else if (rc == LOOM_SUCCESS)
+			lost[r] = 1;
+	}
+	free(buf);
+	free(lost);
+	return rc;
+}
+
+/* the agreed failed set kept on c, for loom_comm_failed and the shrink */
+static int keep_failed(struct loom_comm *c, const struct est *e)
+{
+	int i, k = 0, *f = malloc((size_t)c->size * sizeof *f);
+	if (!f)
+		return LOOM_ERR_NOMEM;
+	for (i = 0; i < c->size; i++)
+		if (est_failed(e, i))
+			f[k++] = i;
+	free(c->ft_failed);
+	c->ft_failed = f;
+	c->ft_nfailed = k;
+	return LOOM_SUCCESS;
+}
+
+int loom_native_agree(struct loom_comm *c, int *flag)
+{
+	struct io io = { 0 };
+	struct est e;
+	int i, rc, lost = 0;
+	double t0 = loom_now();
+	if (est_init(&e, c->size))
+		return LOOM_ERR_NOMEM;
+	io.c = c;
+	io.ctx = loom_mix64(loom_mix64(c->ctx, 0x6167726565ull), ++c->ft_epoch);
+	io.deadline = t0 + c->timeout;
+	io.t = calloc(2 * (size_t)c->size, sizeof *io.t);
+	e.b[0] = *flag != 0;
+	for (i = 0; i < c->ft_nfailed; i++)   /* failed stays failed */
+		est_fail(&e, c->ft_failed[i]);
+	for (i = 0; i < c->size; i++)
+		if (i != c->rank && loom_tcp_peer_gone(c->w->eng, loom_comm_wrank(c, i)))
+			est_fail(&e, i);
+	rc = io.t ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
+	if (rc == LOOM_SUCCESS && c->size > 1)
+		rc = gather(&io, &e);
+	if (rc == LOOM_SUCCESS && c->size > 1)
+		rc = rounds(&io, &e);
+	if (rc == LOOM_SUCCESS)
+		rc = keep_failed(c, &e);
+	if (rc == LOOM_SUCCESS) {
+		*flag = est_flag(&e);
+		for (i = 0; i < c->size; i++)
+			lost += est_failed(&e, i);
+		LOOM_INFO("comm %s: agreement %llu: flag %d, %d failed, %.3f s", c->name,
+			  (unsigned long long)c->ft_epoch, *flag, lost, loom_now() - t0);
+	} else {
+		LOOM_ERR("comm %s: agreement %llu failed: %s", c->name,
+			 (unsigned long long)c->ft_epoch, loom_strerror(rc));
+	}
+	free(io.t);
+	free(e.b);
+	return rc;
+}
+
+/* ---- the shrink ---- */
+
+int loom_native_shrink(struct loom_comm *c, struct loom_comm **out)
+{
+	int flag = 1, rc = loom_native_agree(c, &flag), i, k, m = 0, me = -1, *wr;
+	char name[96];
+	*out = NULL;
+	if (rc != LOOM_SUCCESS)
+		return rc;
+	if (!(wr = malloc((size_t)c->size * sizeof *wr)))
+		return LOOM_ERR_NOMEM;
+	for (i = 0, k = 0; i < c->size; i++) {
+		if (k < c->ft_nfailed && c->ft_failed[k] == i) {
+			k++;
+			continue;
+		}
+		if (i == c->rank)
+			me = m;
+		wr[m++] = loom_comm_wrank(c, i);
+	}
+	if (me < 0) {   /* the others count this member failed: it is out */
+		LOOM_ERR("comm %s: shrink: the survivors count this rank failed", c->name);
+		free(wr);
+		return LOOM_ERR_REVOKED;
+	}
+	snprintf(name, sizeof name, "%s.s%llu", c->name, (unsigned long long)c->ft_epoch);
+	*out = loom_comm_create(c->w, loom_mix64(loom_mix64(c->ctx, 0x736872696e6bull), c->ft_epoch),
+				m, wr, me, name);
+	free(wr);
+	if (!*out)
+		return LOOM_ERR_NOMEM;
+	(*out)->be = c->be;
+	(*out)->timeout = c->timeout;
+	LOOM_INFO("comm %s: shrunk to %s: %d of %d members, rank %d", c->name, name, m, c->size, me);
+	return LOOM_SUCCESS;
+}
