@@ -24,6 +24,14 @@ Collectives and libloom's own coordinated checkpoint:
     world.broadcast(a, root=0); world.allgather(a); world.barrier()
     ck = loom.Checkpoint(world)     # .tensor() .should_stop() .save() .restore()
 
+Surviving a lost rank (native backend, docs/fault-tolerance.md):
+
+    try:
+        world.allreduce(g)
+    except (loom.PeerLost, loom.Revoked):
+        world.revoke()              # the others stop too, wherever they wait
+        world = world.shrink()      # the survivors, renumbered; .agree() .failed()
+
 Errors: every exception is a loom.Error (.status, .name, .message), and
 also the builtin exception of its kind: loom.InvalidArgument (a
 ValueError) and loom.InvalidType (a TypeError) for bad arguments

@@ -1,6 +1,6 @@
 """loom.init() and the world communicator's collectives."""
 import ctypes
-from typing import Dict, Optional, TypeVar
+from typing import Dict, List, Optional, Tuple, TypeVar
 
 from ._buffer import Buffer
 from ._errors import invalid, wrong_type
@@ -38,10 +38,21 @@ class World(Closing):
     ValueError) or loom.InvalidType (a TypeError); a peer's death
     loom.PeerLost, a deadline loom.Timeout (a TimeoutError); all are
     loom.Error.
+
+    Surviving a lost rank (native backend; docs/fault-tolerance.md): when
+    a collective raises loom.PeerLost or loom.Revoked, revoke() stops the
+    other members wherever they wait, and shrink() returns a World of the
+    survivors (ranks renumbered in their old order) to go on with;
+    agree() and failed() tell who is gone. The MPI and NCCL backends raise
+    loom.Error (LOOM_ERR_UNSUPPORTED).
     """
 
-    def __init__(self, comm: ctypes.c_void_p) -> None:
+    def __init__(self, comm: ctypes.c_void_p, parent: Optional["World"] = None) -> None:
         self._comm: Optional[ctypes.c_void_p] = comm
+        # a shrunk world is freed by loom_comm_free, and with the world it
+        # came from (loom_finalize frees what was derived from it)
+        self._parent = parent
+        self._children: List["World"] = []
         self.rank: int = lib.loom_comm_rank(comm)
         self.size: int = lib.loom_comm_size(comm)
         self.local_rank: int = lib.loom_comm_local_rank(comm)
@@ -93,11 +104,64 @@ class World(Closing):
         """Return once every rank has entered the barrier."""
         check(lib.loom_barrier(self._handle("barrier")), "loom_barrier")
 
+    def revoke(self) -> None:
+        """Revoke the communicator from this member: every member's pending
+        and later operations on it fail within about a second with
+        loom.Revoked (or loom.PeerLost). agree(), failed() and shrink()
+        still work on it."""
+        check(lib.loom_comm_revoke(self._handle("revoke")), "loom_comm_revoke")
+
+    def agree(self, flag: bool = True) -> Tuple[bool, List[int]]:
+        """Collective over the members still alive, also after a failure or
+        a revoke: the AND of every survivor's flag, and the agreed failed
+        ranks (this world's numbering, ascending). Every survivor gets the
+        same pair."""
+        if not isinstance(flag, (bool, int)):
+            raise wrong_type("agree: flag=%r is not a bool" % (flag,))
+        comm = self._handle("agree")
+        f = ctypes.c_int(1 if flag else 0)
+        check(lib.loom_comm_agree(comm, ctypes.byref(f)), "loom_comm_agree")
+        return bool(f.value), self.failed()
+
+    def failed(self) -> List[int]:
+        """The failed ranks of the last agree() or shrink(), ascending
+        (none before the first)."""
+        comm = self._handle("failed")
+        ranks = (ctypes.c_int * max(self.size, 1))()
+        n = ctypes.c_int(0)
+        check(lib.loom_comm_failed(comm, ranks, self.size, ctypes.byref(n)), "loom_comm_failed")
+        return [ranks[i] for i in range(min(n.value, self.size))]
+
+    def shrink(self) -> "World":
+        """Collective over the survivors: an agreement, then a new World of
+        the members not failed, ranks renumbered in their old order. This
+        World stays failed: close it when done (a shrunk World is also
+        freed with the world it came from). A member the others agreed
+        failed gets loom.Revoked."""
+        comm = self._handle("shrink")
+        new = ctypes.c_void_p()
+        check(lib.loom_comm_shrink(comm, ctypes.byref(new)), "loom_comm_shrink")
+        child = World(new, parent=self)
+        self._children.append(child)
+        return child
+
     def close(self) -> None:
-        """Free the world (loom_finalize); close its checkpoints first."""
+        """Free the world (loom_finalize); close its checkpoints first. A
+        shrunk World is freed alone (loom_comm_free)."""
+        for child in self._children:
+            if self._parent is not None:
+                child.close()
+            else:
+                child._comm = None      # loom_finalize frees it
+        self._children = []
         if self._comm:
             comm, self._comm = self._comm, None
-            check(lib.loom_finalize(comm), "loom_finalize")
+            if self._parent is not None:
+                if self in self._parent._children:
+                    self._parent._children.remove(self)
+                check(lib.loom_comm_free(comm), "loom_comm_free")
+            else:
+                check(lib.loom_finalize(comm), "loom_finalize")
 
     def __repr__(self) -> str:
         return "<loom.World rank %d/%d local %d/%d %s via %s>" % (

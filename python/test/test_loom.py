@@ -34,7 +34,8 @@ def test(fn):
 
 # the class of each status that has its own (others: loom.Error itself)
 KIND = {"LOOM_ERR_INVALID": loom.InvalidArgument, "LOOM_ERR_IO": loom.IOFailure,
-        "LOOM_ERR_TIMEOUT": loom.Timeout, "LOOM_ERR_PEER_LOST": loom.PeerLost}
+        "LOOM_ERR_TIMEOUT": loom.Timeout, "LOOM_ERR_PEER_LOST": loom.PeerLost,
+        "LOOM_ERR_REVOKED": loom.Revoked}
 
 
 def raises(status, fn, *args, contains=None, kind=None, **kw):
@@ -485,6 +486,44 @@ def request_requeue_errors():
 
 
 @test
+def agree_failed_shrink_world_of_one():
+    """agree, failed and shrink on a world of one; a shrunk World works and closes alone"""
+    assert world.failed() == []
+    assert world.agree(True) == (True, []) and world.agree(False) == (False, [])
+    assert world.agree(1) == (True, []) and world.agree() == (True, [])
+    raises("LOOM_ERR_INVALID", world.agree, "yes", kind=loom.InvalidType)
+    s = world.shrink()
+    assert isinstance(s, loom.World) and s is not world
+    assert (s.rank, s.size, s.backend) == (0, 1, "native"), repr(s)
+    a = array.array("d", [2.5, -1.0])
+    assert list(s.allreduce(a)) == [2.5, -1.0]
+    s.barrier()
+    s2 = s.shrink()
+    assert s2.size == 1 and s2.agree() == (True, [])
+    s.close()
+    s.close()
+    raises("LOOM_ERR_INVALID", s2.barrier, contains="the world is closed")
+    raises("LOOM_ERR_INVALID", s.shrink, contains="the world is closed")
+    raises("LOOM_ERR_INVALID", s.agree, contains="the world is closed")
+    world.barrier()
+
+
+@test
+def revoke_raises_revoked():
+    """after revoke() an operation raises loom.Revoked; agree and shrink still work"""
+    s = world.shrink()
+    s.revoke()
+    e = raises("LOOM_ERR_REVOKED", s.barrier, contains="loom_barrier")
+    assert isinstance(e, ConnectionError) and e.status == -13, repr(e)
+    assert s.agree(True) == (True, [])
+    t = s.shrink()
+    t.barrier()
+    assert t.allreduce(array.array("i", [7]))[0] == 7
+    s.close()
+    raises("LOOM_ERR_INVALID", t.barrier, contains="the world is closed")
+
+
+@test
 def world_close():
     """a closed world's calls are loom.Error; a second close does nothing"""
     world.close()
@@ -492,6 +531,8 @@ def world_close():
     raises("LOOM_ERR_INVALID", world.barrier, contains="the world is closed")
     raises("LOOM_ERR_INVALID", world.allreduce, array.array("d", [1]))
     raises("LOOM_ERR_INVALID", loom.Checkpoint, world, TMP)
+    raises("LOOM_ERR_INVALID", world.shrink, contains="the world is closed")
+    raises("LOOM_ERR_INVALID", world.revoke, contains="the world is closed")
 
 
 def main():
