@@ -36,6 +36,7 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 
 struct cfg {
 	int steps, batch, in, hidden, log_every;
@@ -45,6 +46,9 @@ struct cfg {
 	int ordered, bf16;
 	const char *ckpt_dir;  /* NULL: LOOM_CKPT_DIR, if set */
 	int ckpt_every, step_ms;
+	int heal, micro;        /* --heal: survive lost ranks; micro-batches a step */
+	int kill_at;            /* --kill-at STEP:RANKS (tests): those ranks die */
+	char kill_ranks[64];
 };
 
 /* parameters (or gradients) of the MLP, one array each, forward order */
@@ -250,6 +254,12 @@ static void usage(void)
 	       "  --ckpt-every N   also checkpoint every N steps (default 0: only on a\n"
 	       "                   stop signal)\n"
 	       "  --step-ms N      sleep N ms per step, to stand in for real compute\n"
+	       "  --heal           survive lost ranks: revoke, shrink, restore the newest\n"
+	       "                   checkpoint on the survivors and go on (implies --ordered;\n"
+	       "                   the result does not depend on the rank count)\n"
+	       "  --micro N        --heal: micro-batches a step, shared out over the ranks\n"
+	       "                   (default 16; divides --batch; at most 16 ranks)\n"
+	       "  --kill-at S:R,.. tests: ranks R,.. kill themselves (SIGKILL) at step S\n"
 	       "  --help           this text\n\n"
 	       "Prints PASS and exits 0 when the check holds, FAIL and exits 1 otherwise.\n"
 	       "Example: srun --mpi=pmix -N2 -n4 %s --ordered\n",
@@ -267,6 +277,8 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "log-every", required_argument, 0, 'L' }, { "help", no_argument, 0, 'h' },
 		{ "ckpt", required_argument, 0, 'C' },    { "ckpt-every", required_argument, 0, 'E' },
 		{ "step-ms", required_argument, 0, 'M' },
+		{ "heal", no_argument, 0, 'R' },          { "micro", required_argument, 0, 'm' },
+		{ "kill-at", required_argument, 0, 'K' },
 		{ 0, 0, 0, 0 }
 	};
 	int o;
@@ -297,6 +309,12 @@ static void parse(int argc, char **argv, struct cfg *c)
 		case 'C': c->ckpt_dir = optarg; break;
 		case 'E': c->ckpt_every = (int)ex_parse_long("--ckpt-every", optarg, 0, 1000000); break;
 		case 'M': c->step_ms = (int)ex_parse_long("--step-ms", optarg, 0, 60000); break;
+		case 'R': c->heal = c->ordered = 1; break;
+		case 'm': c->micro = (int)ex_parse_long("--micro", optarg, 1, 4096); break;
+		case 'K':
+			if (sscanf(optarg, "%d:%63s", &c->kill_at, c->kill_ranks) != 2 || c->kill_at < 0)
+				ex_usage_error("--kill-at: expected STEP:RANK[,RANK...], got '%s'", optarg);
+			break;
 		case 'h': if (ex_first_task()) usage(); exit(0);
 		default: ex_getopt_error(lo, argv);
 		}
@@ -305,6 +323,12 @@ static void parse(int argc, char **argv, struct cfg *c)
 		ex_usage_error("unexpected argument '%s'", argv[optind]);
 	if (c->tol < 0)
 		c->tol = c->bf16 ? 1e-2 : 1e-4;
+	if (!c->micro)
+		c->micro = 16;
+	if (c->heal && c->bf16)
+		ex_usage_error("--heal takes the fp32 wire, not --bf16");
+	if (c->heal && c->batch % c->micro)
+		ex_usage_error("--batch %d is not %d equal micro-batches (--micro)", c->batch, c->micro);
 }
 
 /* The comparison without --ordered: |a - b| <= tol * max(|b|, floor), i.e.
@@ -429,6 +453,291 @@ static int ckpt_setup(loom_ckpt_t *ck, const struct cfg *c, struct model *P, int
 	return (int)done;
 }
 
+/* ---- --heal: data-parallel SGD that survives lost ranks ----
+ *
+ * The result must not depend on the rank count, so that survivors that
+ * go on with fewer ranks end bit-identical to an uninterrupted run. The
+ * global batch is cut into --micro micro-batches, shared out over the
+ * ranks in order; each micro-batch's gradient travels in a slot of its
+ * own (the loom_dp tensors are micro x parameters, zero outside the
+ * rank's slots), so loom_dp's ordered sum adds a value to zeros only and
+ * is exact. The gradient is rounded to 20 significant bits (heal_quant)
+ * and scaled by the rank count n <= 16 before, which makes x * n and
+ * loom_dp's division by n exact too. Each rank then sums the micro-batch
+ * gradients in micro-batch order: the same floats, the same order,
+ * whatever n. On PEER_LOST or REVOKED the survivors revoke, shrink,
+ * reopen the checkpoint on the shrunk world and redo the steps from the
+ * newest checkpoint. */
+struct heal {
+	struct cfg *c;
+	struct data *D;
+	struct model P, P0, G, slots;  /* slots: micro x n[i] floats per parameter */
+	struct scratch S;
+	loom_dp_t *dp;
+	loom_ckpt_t *ck;
+	loom_comm_t *world0;
+	float *loss_curve, *mloss;
+	int rank, n, mb, heals;
+	int first0;             /* the step this process started at */
+};
+
+/* g rounded to 20 significant bits (nearest, ties to even), -0 as +0 */
+static float heal_quant(float g)
+{
+	uint32_t u;
+	g += 0.0f;
+	memcpy(&u, &g, sizeof u);
+	if ((u & 0x7f800000u) != 0x7f800000u)
+		u = (u + 0x7u + ((u >> 4) & 1u)) & ~0xfu;
+	memcpy(&g, &u, sizeof g);
+	return g;
+}
+
+/* micro-batches [lo, hi) of rank r of n */
+static void heal_share(int micro, int r, int n, int *lo, int *hi)
+{
+	*lo = micro * r / n;
+	*hi = micro * (r + 1) / n;
+}
+
+static int heal_row0(const struct cfg *c, const struct data *D, int t, int v)
+{
+	return (t * c->batch) % D->rows + v * (c->batch / c->micro);
+}
+
+/* the dp engine and the checkpoint on ex_world; restores the newest
+ * checkpoint (else the initial parameters). Returns the first step. */
+static int heal_attach(struct heal *h)
+{
+	int first = 0;
+	h->rank = loom_comm_rank(ex_world);
+	h->n = loom_comm_size(ex_world);
+	ex_check(loom_dp_create(ex_world, (size_t)h->c->bucket_kb * 1024, LOOM_DP_ORDERED, &h->dp),
+		 "loom_dp_create");
+	for (int i = 0; i < NPARAM; i++)
+		ex_check(loom_dp_add(h->dp, h->slots.p[i], h->slots.n[i], NULL), "loom_dp_add");
+	model_copy(&h->P, &h->P0);
+	if (h->c->ckpt_dir && *h->c->ckpt_dir) {
+		ex_check(loom_ckpt_open(ex_world, h->c->ckpt_dir, &h->ck), "loom_ckpt_open");
+		first = ckpt_setup(h->ck, h->c, &h->P, h->rank, h->n);
+	}
+	return first;
+}
+
+/* one step on ex_world: LOOM_SUCCESS, or the status of the failed call */
+static int heal_step(struct heal *h, int t)
+{
+	const struct cfg *c = h->c;
+	int lo, hi, rc;
+	heal_share(c->micro, h->rank, h->n, &lo, &hi);
+	for (int i = 0; i < NPARAM; i++)
+		memset(h->slots.p[i], 0, h->slots.n[i] * sizeof(float));
+	memset(h->mloss, 0, (size_t)c->micro * sizeof(float));
+	for (int v = lo; v < hi; v++) {
+		h->mloss[v] = shard_step(&h->P, &h->G, h->D, heal_row0(c, h->D, t, v), h->mb,
+					 c->hidden, &h->S, NULL, NULL);
+		for (int i = 0; i < NPARAM; i++)
+			for (size_t e = 0; e < h->G.n[i]; e++)
+				h->slots.p[i][(size_t)v * h->G.n[i] + e] =
+					heal_quant(h->G.p[i][e]) * (float)h->n;
+	}
+	if ((rc = loom_dp_finish(h->dp)) ||
+	    (rc = loom_allreduce(h->mloss, h->mloss, (size_t)c->micro, LOOM_FLOAT32, LOOM_SUM,
+				 ex_world)))
+		return rc;
+	h->loss_curve[t] = 0;
+	for (int v = 0; v < c->micro; v++)
+		h->loss_curve[t] = v ? h->loss_curve[t] + h->mloss[v] : h->mloss[v];
+	h->loss_curve[t] /= (float)c->micro;
+	/* the micro-batches' gradients, summed in micro-batch order */
+	for (int i = 0; i < NPARAM; i++)
+		for (size_t e = 0; e < h->G.n[i]; e++) {
+			float acc = h->slots.p[i][e];
+			for (int v = 1; v < c->micro; v++)
+				acc += h->slots.p[i][(size_t)v * h->G.n[i] + e];
+			h->G.p[i][e] = acc / (float)c->micro;
+		}
+	sgd(&h->P, &h->G, (float)c->lr);
+	return LOOM_SUCCESS;
+}
+
+/* a member is lost: revoke, shrink, restore on the survivors. Returns the
+ * step to go on from. */
+static int heal_recover(struct heal *h, int t, int why)
+{
+	loom_comm_t *s = NULL;
+	int failed[64], nf = 0, was = h->n, first, rc;
+	char list[400] = "";
+	const char *cache = getenv("LOOM_CKPT_CACHE");
+	double t0 = ex_now();
+	loom_comm_revoke(ex_world);
+	if ((rc = loom_comm_shrink(ex_world, &s)) != LOOM_SUCCESS) {
+		fprintf(stderr, "%s: rank %d: loom_comm_shrink after %s at step %d: %s\n", ex_prog,
+			h->rank, loom_strerror(why), t + 1, loom_strerror(rc));
+		exit(1);
+	}
+	loom_comm_failed(ex_world, failed, 64, &nf);
+	for (int k = 0; k < nf && k < 64; k++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? "," : "", failed[k]);
+	loom_dp_free(h->dp);
+	if (h->ck)
+		loom_ckpt_close(h->ck);
+	h->ck = NULL;
+	if (ex_world != h->world0)
+		loom_comm_free(ex_world);
+	ex_world = s;
+	h->heals++;
+	ex_say("heal: %s at step %d; ranks %s of %d lost; %d ranks go on", loom_strerror(why), t + 1,
+	       list, was, loom_comm_size(s));
+	first = heal_attach(h);
+	ex_say("heal: restored step %d on the %d survivors from %s (%.3f s since the failure)", first,
+	       h->n, !h->ck ? "nothing: no checkpoint directory, the initial parameters" :
+	       first == 0 ? "nothing: no checkpoint yet, the initial parameters" :
+	       cache && *cache ? "the node caches and partner copies when they hold that step, "
+				 "else the shared directory (libloom's ckpt line says which)" :
+	       "the shared directory", ex_now() - t0);
+	return first;
+}
+
+/* ranks of --kill-at end themselves here (only in the first world) */
+static void heal_maybe_die(const struct heal *h, int t)
+{
+	char buf[64], *tok, *save = NULL;
+	if (!h->c->kill_ranks[0] || t != h->c->kill_at || ex_world != h->world0)
+		return;
+	snprintf(buf, sizeof buf, "%s", h->c->kill_ranks);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (atoi(tok) == h->rank) {
+			fprintf(stderr, "%s: rank %d: --kill-at: SIGKILL at step %d\n", ex_prog, h->rank,
+				t + 1);
+			raise(SIGKILL);
+		}
+}
+
+/* rank 0's serial replay of the micro-batches: PASS when bit-identical */
+static int heal_check(struct heal *h)
+{
+	const struct cfg *c = h->c;
+	struct model Q, Gr, acc;
+	float *ref = ex_alloc((size_t)c->steps, sizeof(float));
+	int same;
+	model_alloc(&Q, c->in, c->hidden);
+	model_alloc(&Gr, c->in, c->hidden);
+	model_alloc(&acc, c->in, c->hidden);
+	model_copy(&Q, &h->P0);
+	for (int t = 0; t < c->steps; t++) {
+		float l = 0;
+		for (int v = 0; v < c->micro; v++) {
+			float lv = shard_step(&Q, &Gr, h->D, heal_row0(c, h->D, t, v), h->mb, c->hidden,
+					      &h->S, NULL, NULL);
+			l = v ? l + lv : lv;
+			for (int i = 0; i < NPARAM; i++)
+				for (size_t e = 0; e < Gr.n[i]; e++) {
+					float g = heal_quant(Gr.p[i][e]);
+					acc.p[i][e] = v ? acc.p[i][e] + g : g;
+				}
+		}
+		for (int i = 0; i < NPARAM; i++)
+			for (size_t e = 0; e < acc.n[i]; e++)
+				acc.p[i][e] = acc.p[i][e] / (float)c->micro;
+		ref[t] = l / (float)c->micro;
+		sgd(&Q, &acc, (float)c->lr);
+	}
+	same = model_same(&h->P, &Q) &&
+	       !memcmp(ref + h->first0, h->loss_curve + h->first0,
+		       (size_t)(c->steps - h->first0) * sizeof(float));
+	printf("%s: final parameters: fnv1a64 %016llx after %d steps on %d ranks (%d heals)\n",
+	       ex_prog, (unsigned long long)model_digest(&h->P), c->steps, h->n, h->heals);
+	printf("%s: %s: loss curve and final parameters %s the serial run of %d micro-batches "
+	       "(exact comparison)\n", ex_prog, same ? "PASS" : "FAIL",
+	       same ? "bit-identical to" : "DIFFER from", c->micro);
+	fflush(stdout);
+	free(ref);
+	model_free(&Q);
+	model_free(&Gr);
+	model_free(&acc);
+	return same;
+}
+
+static int heal_main(struct cfg *c)
+{
+	struct heal h;
+	struct data D;
+	int pass = 1, t;
+	memset(&h, 0, sizeof h);
+	h.c = c;
+	h.D = &D;
+	h.world0 = ex_world;
+	h.n = loom_comm_size(ex_world);
+	if (h.n > 16 || h.n > c->micro) {
+		if (loom_comm_rank(ex_world) == 0)
+			fprintf(stderr, "%s: --heal: %d ranks: at most 16 and at most --micro %d\n",
+				ex_prog, h.n, c->micro);
+		loom_finalize(ex_world);
+		return 2;
+	}
+	h.mb = c->batch / c->micro;
+	make_data(&D, c);
+	model_alloc(&h.P, c->in, c->hidden);
+	model_alloc(&h.P0, c->in, c->hidden);
+	model_alloc(&h.G, c->in, c->hidden);
+	for (int i = 0; i < NPARAM; i++) {
+		h.slots.n[i] = h.G.n[i] * (size_t)c->micro;
+		h.slots.p[i] = ex_alloc(h.slots.n[i], sizeof(float));
+	}
+	h.S.h1 = ex_alloc((size_t)h.mb * c->hidden, sizeof(float));
+	h.S.h2 = ex_alloc((size_t)h.mb * c->hidden, sizeof(float));
+	h.S.d1 = ex_alloc((size_t)h.mb * c->hidden, sizeof(float));
+	h.S.d2 = ex_alloc((size_t)h.mb * c->hidden, sizeof(float));
+	h.S.dz = ex_alloc((size_t)h.mb, sizeof(float));
+	h.loss_curve = ex_alloc((size_t)c->steps, sizeof(float));
+	h.mloss = ex_alloc((size_t)c->micro, sizeof(float));
+	/* the initial parameters: a function of the seed alone */
+	{
+		uint64_t s = c->seed * 104729u + 3;
+		for (int i = 0; i < NPARAM; i++) {
+			float scale = 1.0f / sqrtf((float)(i < B1 + 1 ? c->in : c->hidden));
+			for (size_t e = 0; e < h.P0.n[i]; e++)
+				h.P0.p[i][e] = (i % 2) ? 0.0f : ex_randf(&s) * scale;
+		}
+	}
+	if (!c->ckpt_dir)
+		c->ckpt_dir = getenv("LOOM_CKPT_DIR");
+	t = h.first0 = heal_attach(&h);
+	ex_say("--heal: %d ranks, global batch %d in %d micro-batches of %d, MLP %d-%d-%d-1, "
+	       "checkpoint %s every %d steps", h.n, c->batch, c->micro, h.mb, c->in, c->hidden,
+	       c->hidden, c->ckpt_dir && *c->ckpt_dir ? c->ckpt_dir : "(none)", c->ckpt_every);
+	while (t < c->steps) {
+		int rc;
+		heal_maybe_die(&h, t);
+		rc = heal_step(&h, t);
+		if (rc == LOOM_SUCCESS && h.ck && c->ckpt_every && (t + 1) % c->ckpt_every == 0)
+			rc = loom_ckpt_save(h.ck, t + 1);
+		if (rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_REVOKED) {
+			t = heal_recover(&h, t, rc);
+			continue;
+		}
+		ex_check(rc, "step");
+		if (c->log_every && ((t + 1) % c->log_every == 0 || t + 1 == c->steps))
+			ex_say("step %d/%d loss %.6f (%d ranks)", t + 1, c->steps, h.loss_curve[t], h.n);
+		if (c->step_ms) {
+			struct timespec ts = { c->step_ms / 1000, (long)(c->step_ms % 1000) * 1000000L };
+			nanosleep(&ts, NULL);
+		}
+		t++;
+	}
+	if (h.rank == 0)
+		pass = heal_check(&h);
+	ex_check(loom_broadcast(&pass, &pass, 1, LOOM_INT32, 0, ex_world), "loom_broadcast");
+	if (h.ck)
+		ex_check(loom_ckpt_close(h.ck), "loom_ckpt_close");
+	loom_dp_free(h.dp);
+	if (ex_world != h.world0)
+		loom_comm_free(ex_world);
+	loom_finalize(h.world0);
+	return pass ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct cfg c;
@@ -447,6 +756,8 @@ int main(int argc, char **argv)
 	ex_prog = "loom-dp-train";
 	parse(argc, argv, &c);
 	ex_init(ex_prog);
+	if (c.heal)
+		return heal_main(&c);
 	rank = loom_comm_rank(ex_world);
 	n = loom_comm_size(ex_world);
 	if (c.batch % n) {
