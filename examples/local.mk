@@ -27,9 +27,10 @@ dist_example_DATA = examples/dp_train.sbatch examples/mesh.sbatch \
 	examples/tp_linear.sbatch examples/pipeline.sbatch \
 	examples/matmul_io.sbatch \
 	examples/numpy_allreduce.py examples/numpy_allreduce.sbatch \
-	examples/torch_ddp_requeue.py examples/torch_ddp_requeue.sbatch
+	examples/torch_ddp_requeue.py examples/torch_ddp_requeue.sbatch \
+	examples/dp_train_heal.sbatch
 
 # their tests, on the live cluster
 dist_check_SCRIPTS += t/t5001-dp-train.t t/t5002-mesh.t t/t5003-tp-linear.t \
 	t/t5004-pipeline.t t/t5005-matmul-io.t t/t5006-sbatch.t \
-	t/t5007-hello.t
+	t/t5007-hello.t t/t5008-dp-heal.t
