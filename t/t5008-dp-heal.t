@@ -21,6 +21,7 @@ digest() {
 }
 
 test_expect_success '6 ranks / 3 nodes, uninterrupted: PASS against the serial replay' '
+	mkdir -p "$TEST_TMP/ref" &&
 	LOOM_TIMEOUT=60 env_srun -N3 -n6 -- $DP $ARGS --ckpt "$TEST_TMP/ref" >$TEST_TMP/ref.out 2>&1 &&
 	cat $TEST_TMP/ref.out &&
 	grep -q "PASS: loss curve and final parameters bit-identical" $TEST_TMP/ref.out &&
@@ -33,6 +34,7 @@ test_expect_success 'one process gives the same parameters (the rank count does 
 '
 # heal_run NAME KILLED: kill the ranks KILLED (a node's two) at a random step
 heal_run() {
+	mkdir -p "$TEST_TMP/$1" &&
 	st=$(( 3 + $(loom_rand 32) )) && echo "kill $2 at step $((st + 1))" &&
 	{ LOOM_TIMEOUT=60 env_srun -N3 -n6 -- $DP $ARGS --ckpt "$TEST_TMP/$1" \
 		--kill-at $st:$2 >$TEST_TMP/$1.out 2>&1 || :; } &&
