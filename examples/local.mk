@@ -28,7 +28,8 @@ dist_example_DATA = examples/dp_train.sbatch examples/mesh.sbatch \
 	examples/matmul_io.sbatch \
 	examples/numpy_allreduce.py examples/numpy_allreduce.sbatch \
 	examples/torch_ddp_requeue.py examples/torch_ddp_requeue.sbatch \
-	examples/dp_train_heal.sbatch
+	examples/dp_train_heal.sbatch \
+	examples/torch_ddp_gpu.py examples/torch_ddp_gpu.sbatch
 
 # their tests, on the live cluster
 dist_check_SCRIPTS += t/t5001-dp-train.t t/t5002-mesh.t t/t5003-tp-linear.t \

@@ -10,6 +10,7 @@ EXTRA_DIST += $(LOOM_PY_MODULES) python/loom/_paths.py.in python/test/test_loom.
 	t/python/dcp_drive.py
 dist_check_SCRIPTS += t/t5100-python.t t/t5101-python-torch.t t/t5102-python-venv.t \
 	t/t5103-torch-resumable.t
+dist_check_SCRIPTS += t/t5104-dcp-bench.t t/t5105-torch-gpu-example.t
 TEST_EXTENSIONS += .py
 PY_LOG_DRIVER = $(LOG_DRIVER)
 PY_LOG_COMPILER = $(PYTHON)
