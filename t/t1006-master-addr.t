@@ -19,8 +19,8 @@ test_expect_success 'the set-up: inside a job, node name n1 does not resolve' '
 '
 
 test_expect_success 'every task gets MASTER_ADDR = the NodeAddr of the first node (localhost)' '
-	timeout 60 srun -N2 -n4 sh -c "echo \$SLURM_PROCID \$MASTER_ADDR" >"$TEST_TMP/m" 2>&1 &&
-	cat "$TEST_TMP/m" &&
+	timeout 60 srun -N2 -n4 sh -c "echo \$SLURM_PROCID \$MASTER_ADDR" >"$TEST_TMP/m" 2>"$TEST_TMP/m.err" &&
+	cat "$TEST_TMP/m" "$TEST_TMP/m.err" &&
 	sort "$TEST_TMP/m" >"$TEST_TMP/ms" &&
 	printf "%s localhost\n" 0 1 2 3 >"$TEST_TMP/want" &&
 	diff "$TEST_TMP/want" "$TEST_TMP/ms"
