@@ -3,7 +3,8 @@
 # the whole build run it from the source tree against the built libloom.
 LOOM_PY_MODULES = python/loom/__init__.py python/loom/_lib.py python/loom/_buffer.py \
 	python/loom/_world.py python/loom/_ckpt.py python/loom/_signal.py \
-	python/loom/_errors.py python/loom/_version.py
+	python/loom/_errors.py python/loom/_version.py \
+	python/loom/torch.py
 EXTRA_DIST += $(LOOM_PY_MODULES) python/loom/_paths.py.in python/test/test_loom.py \
 	t/python/requeue_counter.py python/loom/py.typed python/pyproject.toml
 dist_check_SCRIPTS += t/t5100-python.t t/t5101-python-torch.t t/t5102-python-venv.t

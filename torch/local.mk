@@ -1,0 +1,24 @@
+# torch/: the c10d process group "loom" for PyTorch, the one C++ part of
+# the tree: loom._c10d, a Python extension over libloom's public API,
+# installed into the Python package's folder beside loom/torch.py, which
+# registers it with torch.distributed. Built when configure finds torch
+# and its C++ headers (m4/loom_torch.m4); in-tree tests load it from
+# LOOM_TORCH_EXTENSION.
+EXTRA_DIST += torch/torch_flags.py
+loomtorchdir = $(pkgpythondir)
+loomtorch_LTLIBRARIES =
+if BUILD_TORCH
+loomtorch_LTLIBRARIES += torch/_c10d.la
+endif
+torch__c10d_la_SOURCES = torch/loom_pg.hpp torch/loom_pg.cpp torch/loom_work.cpp \
+	torch/loom_module.cpp
+torch__c10d_la_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
+torch__c10d_la_CXXFLAGS = $(LOOM_WARN_CFLAGS) -std=c++17 -pthread
+torch__c10d_la_LDFLAGS = -module -avoid-version -shared -pthread
+torch__c10d_la_LIBADD = runtime/libloom.la $(TORCH_LIBS)
+
+if BUILD_TORCH
+AM_TESTS_ENVIRONMENT += \
+	LOOM_TORCH_EXTENSION='$(abs_top_builddir)/torch/.libs/_c10d.so'; \
+	export LOOM_TORCH_EXTENSION;
+endif
