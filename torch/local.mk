@@ -22,3 +22,7 @@ AM_TESTS_ENVIRONMENT += \
 	LOOM_TORCH_EXTENSION='$(abs_top_builddir)/torch/.libs/_c10d.so'; \
 	export LOOM_TORCH_EXTENSION;
 endif
+
+# the cluster test and its programs (skipped where the extension is not built)
+dist_check_SCRIPTS += t/t5103-torch-backend.t
+EXTRA_DIST += t/python/torch_backend.py t/python/torch_ddp_compare.py t/python/torch_fault.py
