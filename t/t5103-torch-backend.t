@@ -5,8 +5,9 @@
 # publishes in it): every operation x dtype x ReduceOp against gloo in the
 # same job; DDP on "loom" ends with the parameters of DDP on gloo; a rank
 # killed, or stopped, during a DDP step makes every other rank raise
-# within the timeout. Needs python3-torch and libtorch-dev (CI installs
-# them through contrib/install-deps): skipped without them.
+# within the timeout; examples/torch_ddp_loom.sbatch runs. Needs
+# python3-torch, libtorch-dev and pybind11-dev (CI installs them through
+# contrib/install-deps): skipped without them.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 [ -n "${LOOM_PYTHON:-}" ] || skip_all "the Python package is not built (configure found no Python 3)"
 [ -n "${LOOM_TORCH_EXTENSION:-}" ] ||
@@ -45,5 +46,14 @@ test_expect_success 'a rank killed during a DDP step: every other rank raises PE
 
 test_expect_success 'a rank stopped during a DDP step: every other rank raises TIMEOUT at the timeout' '
 	fault hang 5 hang TIMEOUT
+'
+test_expect_success 'sbatch --wait examples/torch_ddp_loom.sbatch: DDP on loom, 4 ranks' '
+	mkdir "$TEST_TMP/sb" && (cd "$TEST_TMP/sb" &&
+	LOOM_EXAMPLES=$LOOM_SRC_DIR/examples PYTHON=$PY timeout 300 sbatch --wait -o "$TEST_TMP/sb/job.out" \
+		"$LOOM_SRC_DIR/examples/torch_ddp_loom.sbatch" --steps 10 --width 128 --log-every 5 >/dev/null) &&
+	rc=0 || rc=$?; cat "$TEST_TMP/sb/job.out" && test $rc = 0 &&
+	test $(grep -c "^rank [0-3]/4 step 10 loss " "$TEST_TMP/sb/job.out") = 4 &&
+	grep -q "^loom: 4 ranks, 10 steps, " "$TEST_TMP/sb/job.out" &&
+	grep -q "^final parameters: sha256 [0-9a-f]*$" "$TEST_TMP/sb/job.out"
 '
 test_done
