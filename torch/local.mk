@@ -26,3 +26,4 @@ endif
 # the cluster test and its programs (skipped where the extension is not built)
 dist_check_SCRIPTS += t/t5103-torch-backend.t
 EXTRA_DIST += t/python/torch_backend.py t/python/torch_ddp_compare.py t/python/torch_fault.py
+EXTRA_DIST += contrib/debian/python3-loom-torch.install
