@@ -120,6 +120,6 @@ def _create(opts: Any, pg_options: Optional[Any] = None) -> Any:
 
 ProcessGroupLoom = _c10d.ProcessGroupLoom
 if NAME.upper() not in dist.Backend._plugins:
-    dist.Backend.register_backend(NAME, _create, extended_api=True)
+    dist.Backend.register_backend(NAME, _create, extended_api=True)  # type: ignore[no-untyped-call]
 
 __all__ = ["NAME", "ProcessGroupLoom"]
