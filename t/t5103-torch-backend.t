@@ -5,7 +5,8 @@
 # publishes in it): every operation x dtype x ReduceOp against gloo in the
 # same job; DDP on "loom" ends with the parameters of DDP on gloo; a rank
 # killed, or stopped, during a DDP step makes every other rank raise
-# within the timeout; examples/torch_ddp_loom.sbatch runs. Needs
+# within the timeout; mismatched collectives under LOOM_CHECK=1 raise on
+# every rank; examples/torch_ddp_loom.sbatch runs. Needs
 # python3-torch, libtorch-dev and pybind11-dev (CI installs them through
 # contrib/install-deps): skipped without them.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
@@ -47,6 +48,14 @@ test_expect_success 'a rank killed during a DDP step: every other rank raises PE
 test_expect_success 'a rank stopped during a DDP step: every other rank raises TIMEOUT at the timeout' '
 	fault hang 5 hang TIMEOUT
 '
+test_expect_success 'mismatched collectives under LOOM_CHECK=1: every rank raises MISMATCH' '
+	LOOM_CHECK=1 timeout 120 srun -N2 -n4 "$PY" "$TP/torch_mismatch.py" >"$TEST_TMP/mm" 2>&1 &&
+	rc=0 || rc=$?; cat "$TEST_TMP/mm" && test $rc = 0 &&
+	grep -q "^rank 0 raised: loom process group: allreduce: the operation failed: LOOM_ERR_MISMATCH" "$TEST_TMP/mm" &&
+	test $(grep -c "^rank [1-3] raised: loom process group: broadcast: the operation failed: LOOM_ERR_MISMATCH" \
+		"$TEST_TMP/mm") = 3
+'
+
 test_expect_success 'sbatch --wait examples/torch_ddp_loom.sbatch: DDP on loom, 4 ranks' '
 	mkdir "$TEST_TMP/sb" && (cd "$TEST_TMP/sb" &&
 	LOOM_EXAMPLES=$LOOM_SRC_DIR/examples PYTHON=$PY timeout 300 sbatch --wait -o "$TEST_TMP/sb/job.out" \

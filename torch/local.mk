@@ -13,7 +13,9 @@ endif
 torch__c10d_la_SOURCES = torch/loom_pg.hpp torch/loom_pg.cpp torch/loom_work.cpp \
 	torch/loom_module.cpp
 torch__c10d_la_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
-torch__c10d_la_CXXFLAGS = $(LOOM_WARN_CFLAGS) -std=c++17 -pthread
+# -shared: libtool compiles the PIC objects only (a module has no static
+# form; each file costs some 15 s of torch's headers)
+torch__c10d_la_CXXFLAGS = $(LOOM_WARN_CFLAGS) -std=c++17 -pthread -shared
 torch__c10d_la_LDFLAGS = -module -avoid-version -shared -pthread
 torch__c10d_la_LIBADD = runtime/libloom.la $(TORCH_LIBS)
 
@@ -25,5 +27,6 @@ endif
 
 # the cluster test and its programs (skipped where the extension is not built)
 dist_check_SCRIPTS += t/t5103-torch-backend.t
-EXTRA_DIST += t/python/torch_backend.py t/python/torch_ddp_compare.py t/python/torch_fault.py
+EXTRA_DIST += t/python/torch_backend.py t/python/torch_ddp_compare.py t/python/torch_fault.py \
+	t/python/torch_mismatch.py
 EXTRA_DIST += contrib/debian/python3-loom-torch.install
