@@ -123,6 +123,8 @@ ProcessGroupLoom::ProcessGroupLoom(int rank, int size, double timeout_s)
 			fresh = true;
 		}
 	}
+	if (!fresh)
+		op = "new_group";
 	int wr = loom_comm_rank(world_->comm), ws = loom_comm_size(world_->comm);
 	if (wr != rank || ws != size)
 		fail(op, "libloom's world has this process as rank " + std::to_string(wr) + " of " +
