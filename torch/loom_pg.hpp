@@ -7,7 +7,7 @@
  * requests in the order they were started (loom completes a
  * communicator's operations in that order), copies staged results back
  * and completes the Work and its Future (DDP communication hooks chain
- * on it). A failed request (timeout, lost peer, mismatch, abort) makes
+ * on it), unless a caller of work.wait() got there first and did it. A failed request (timeout, lost peer, mismatch, abort) makes
  * work.wait() raise a RuntimeError naming the operation and loom's
  * verdict; loom's own log line names the ranks that never arrived.
  *
@@ -25,6 +25,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -47,8 +48,14 @@ class WorkLoom : public c10d::Work {
 	~WorkLoom() override;
 	c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 	std::vector<at::Tensor> result() override;
+	/* without a timeout, the caller completes the Work itself when the
+	 * progress thread has not taken it yet: two thread wake-ups fewer
+	 * on the path of a blocking call */
+	bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
 
-	/* the progress thread: wait every request, then complete */
+	/* true for the one thread that gets to complete the Work */
+	bool claim() { return !claimed_.exchange(true); }
+	/* wait every request, then complete (the claimant only) */
 	void progress();
 
 	std::vector<loom_request_t *> reqs;
@@ -59,6 +66,7 @@ class WorkLoom : public c10d::Work {
  private:
 	std::vector<at::Tensor> outputs_;
 	c10::intrusive_ptr<c10::ivalue::Future> future_;
+	std::atomic<bool> claimed_{false};
 };
 
 /* A thread that completes Works in the order they were queued. */

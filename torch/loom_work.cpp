@@ -108,6 +108,13 @@ std::vector<at::Tensor> WorkLoom::result()
 	return outputs_;
 }
 
+bool WorkLoom::wait(std::chrono::milliseconds timeout)
+{
+	if (timeout == kNoTimeout && claim())
+		progress();
+	return c10d::Work::wait(timeout);
+}
+
 void WorkLoom::progress()
 {
 	int first = LOOM_SUCCESS;
@@ -170,7 +177,8 @@ void Progress::run()
 			w = std::move(q_.front());
 			q_.pop_front();
 		}
-		w->progress();
+		if (w->claim())
+			w->progress();
 	}
 }
 
