@@ -17,7 +17,13 @@ torch__c10d_la_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
 # form; each file costs some 15 s of torch's headers)
 torch__c10d_la_CXXFLAGS = $(LOOM_WARN_CFLAGS) -std=c++17 -pthread -shared
 torch__c10d_la_LDFLAGS = -module -avoid-version -shared -pthread
-torch__c10d_la_LIBADD = runtime/libloom.la $(TORCH_LIBS)
+# libloom by its built file, handed to the linker itself: through its
+# .la libtool would relink the module at install time, which fails for
+# `make install prefix=OTHER` (t/t0005), and libtool drops a plain .so
+# from a module's libraries. loom.torch loads libloom before the module.
+torch__c10d_la_LDFLAGS += -Wl,runtime/.libs/libloom.so.0
+torch__c10d_la_LIBADD = $(TORCH_LIBS)
+EXTRA_torch__c10d_la_DEPENDENCIES = runtime/libloom.la
 
 if BUILD_TORCH
 AM_TESTS_ENVIRONMENT += \
