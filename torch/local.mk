@@ -25,7 +25,10 @@ torch__c10d_la_LDFLAGS += -Wl,runtime/.libs/libloom.so.0
 torch__c10d_la_LIBADD = $(TORCH_LIBS)
 EXTRA_torch__c10d_la_DEPENDENCIES = runtime/libloom.la
 
+# its unit tests on a world of one (no cluster)
+EXTRA_DIST += python/test/test_torch.py
 if BUILD_TORCH
+TESTS += python/test/test_torch.py
 AM_TESTS_ENVIRONMENT += \
 	LOOM_TORCH_EXTENSION='$(abs_top_builddir)/torch/.libs/_c10d.so'; \
 	export LOOM_TORCH_EXTENSION;
