@@ -11,6 +11,8 @@ best, algbw and busbw mean what they mean in loom-bench (bench/README.md).
 allreduce, reduce and broadcast run in place, as torch users call them
 (torch has no out-of-place form; loom-bench's calls are out of place).
 A collective gloo lacks prints one "# not supported by gloo" line and exits 3.
+--backend loom runs the same on the process group "loom" (loom.torch), for
+torch-through-loom figures beside gloo's.
 torch is optional: without it this prints "# not installed" and exits 4.
 """
 import argparse
@@ -90,6 +92,7 @@ def main():
     p.add_argument("-r", "--root", type=int, default=0)
     p.add_argument("-n", "--iters", type=int, default=20)
     p.add_argument("-w", "--warmup", type=int, default=5)
+    p.add_argument("--backend", default="gloo", choices=("gloo", "loom"))
     a = p.parse_args()
     if a.minbytes > a.maxbytes:
         p.error("-b is larger than -e")
@@ -111,8 +114,10 @@ def main():
             sys.stderr.write("gloo-bench: %s is not set: run under srun with loom.so "
                              "(env=torch) or set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n" % v)
             return 2
+    if a.backend == "loom":
+        import loom.torch  # noqa: F401  registers "loom"
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="env://")
+    dist.init_process_group(a.backend, init_method="env://")
     me, n = dist.get_rank(), dist.get_world_size()
     if a.root < 0 or a.root >= n:
         sys.stderr.write("gloo-bench: -r '%d': not a rank of the %d-rank world\n" % (a.root, n))
@@ -153,14 +158,14 @@ def main():
         if "support" not in msg and "implemented" not in msg and not isinstance(e, AttributeError):
             raise   # a real failure (a peer lost, a timeout), not a missing collective
         if me == 0:
-            print("# gloo-bench: %s not supported by gloo (torch %s): %s"
-                  % (a.coll, torch.__version__, str(e).splitlines()[0][:120]))
+            print("# gloo-bench: %s not supported by %s (torch %s): %s"
+                  % (a.coll, a.backend, torch.__version__, str(e).splitlines()[0][:120]))
         dist.destroy_process_group()
         return 3
 
     if me == 0:
-        hdr = "# gloo-bench torch %s: %s, %d ranks, backend gloo, dtype %s" % (
-            torch.__version__, a.coll, n, dname)
+        hdr = "# gloo-bench torch %s: %s, %d ranks, backend %s, dtype %s" % (
+            torch.__version__, a.coll, n, a.backend, dname)
         if reduction:
             hdr += ", op " + a.op
         if rooted:

@@ -51,10 +51,14 @@ def train(m, opt, sched, n):
 
 @test
 def t_lazy():
-    """import loom and import loom.torch do not import torch"""
-    out = subprocess.run([sys.executable, "-c", "import sys, loom, loom.torch; "
+    """import loom does not import torch; import loom.torch registers the
+    backend "loom" (which needs torch.distributed)"""
+    out = subprocess.run([sys.executable, "-c", "import sys, loom; "
                           "print('torch' in sys.modules)"], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out
+    out = subprocess.run([sys.executable, "-c", "import loom.torch, torch.distributed as d; "
+                          "print('LOOM' in d.Backend._plugins)"], capture_output=True, text=True)
+    assert out.stdout.strip() == "True", out
 
 
 @test

@@ -1,0 +1,569 @@
+/* torch/loom_pg.cpp: the operations of the loom process group (the
+ * model is in loom_pg.hpp): check, stage, start loom's non-blocking
+ * calls, queue the Work. Data-movement operations send bytes (any
+ * dtype); reductions need one of loom's dtypes. */
+#include "loom_pg.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <numeric>
+
+namespace loomtorch {
+
+using c10d::OpType;
+
+namespace {
+
+/* t itself when contiguous, else a contiguous copy of it */
+at::Tensor in_buf(const at::Tensor &t)
+{
+	return t.is_contiguous() ? t : t.contiguous();
+}
+
+/* where loom writes t's result: t itself when contiguous, else a
+ * contiguous tensor that Work::after copies back */
+at::Tensor out_buf(const at::Tensor &t)
+{
+	return t.is_contiguous() ? t : at::empty(t.sizes(), t.options());
+}
+
+size_t nbytes(const at::Tensor &t)
+{
+	return (size_t)t.numel() * t.element_size();
+}
+
+void one(const char *op, const std::vector<at::Tensor> &ts)
+{
+	if (ts.size() != 1)
+		fail(op, "takes one tensor per process, got " + std::to_string(ts.size()));
+	check_cpu(op, ts[0]);
+}
+
+void same_kind(const char *op, const at::Tensor &a, const at::Tensor &b, int64_t numel)
+{
+	check_cpu(op, a);
+	if (a.scalar_type() != b.scalar_type())
+		fail(op, std::string("tensors of different dtypes: ") + c10::toString(a.scalar_type()) +
+			 " and " + c10::toString(b.scalar_type()));
+	if (a.numel() != numel)
+		fail(op, "a tensor of " + std::to_string(a.numel()) + " elements where " +
+			 std::to_string(numel) + " are expected");
+}
+
+void check_root(const char *op, int64_t root, int size)
+{
+	if (root < 0 || root >= size)
+		fail(op, "root rank " + std::to_string(root) + " is not in the group of " +
+			 std::to_string(size));
+}
+
+/* t's result back from its staging buffer b, when they differ */
+std::function<void()> copy_back(const at::Tensor &t, const at::Tensor &b)
+{
+	if (b.is_same(t))
+		return nullptr;
+	return [t, b]() mutable { t.copy_(b); };
+}
+
+/* several such steps, in order */
+std::function<void()> all_of(std::vector<std::function<void()>> fs)
+{
+	std::vector<std::function<void()>> some;
+	for (auto &f : fs)
+		if (f)
+			some.push_back(std::move(f));
+	if (some.empty())
+		return nullptr;
+	return [some]() {
+		for (auto &f : some)
+			f();
+	};
+}
+
+/* the tensors of list flattened into one contiguous tensor, and the
+ * step that writes its slices back into them */
+at::Tensor flatten(const std::vector<at::Tensor> &list)
+{
+	std::vector<at::Tensor> flat;
+	for (auto &t : list)
+		flat.push_back(t.reshape({-1}));
+	return at::cat(flat);
+}
+
+std::function<void()> unflatten(std::vector<at::Tensor> list, at::Tensor flat)
+{
+	return [list, flat]() mutable {
+		int64_t off = 0;
+		for (auto &t : list) {
+			t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
+			off += t.numel();
+		}
+	};
+}
+
+std::mutex world_lock;
+std::weak_ptr<World> the_world;
+
+} // namespace
+
+ProcessGroupLoom::ProcessGroupLoom(int rank, int size, double timeout_s)
+	: c10d::ProcessGroup(rank, size)
+{
+	const char *op = "init_process_group";
+	bool fresh = false;
+	{
+		std::lock_guard<std::mutex> g(world_lock);
+		world_ = the_world.lock();
+		if (!world_) {
+			auto w = std::make_shared<World>();
+			check_status(op, "loom_init", loom_init(&w->comm));
+			world_ = w;
+			the_world = w;
+			fresh = true;
+		}
+	}
+	if (!fresh)
+		op = "new_group";
+	int wr = loom_comm_rank(world_->comm), ws = loom_comm_size(world_->comm);
+	if (wr != rank || ws != size)
+		fail(op, "libloom's world has this process as rank " + std::to_string(wr) + " of " +
+			 std::to_string(ws) + ", torch says rank " + std::to_string(rank) + " of " +
+			 std::to_string(size) + " (a group of a subset of the ranks is not supported)");
+	/* a later group of every rank: a communicator of its own */
+	if (fresh)
+		coll_ = world_->comm;
+	else
+		check_status(op, "loom_comm_dup", loom_comm_dup(world_->comm, &coll_));
+	check_status(op, "loom_comm_dup", loom_comm_dup(world_->comm, &pcoll_));
+	check_status(op, "loom_comm_dup", loom_comm_dup(world_->comm, &p2p_));
+	loom_comm_set_name(pcoll_, "torch-p2p-coll");
+	loom_comm_set_name(p2p_, "torch-send-recv");
+	for (auto *c : {coll_, pcoll_, p2p_})
+		check_status(op, "loom_comm_set_timeout", loom_comm_set_timeout(c, timeout_s));
+	progress_.reset(new Progress());
+	p2p_progress_.reset(new Progress());
+	init();
+}
+
+ProcessGroupLoom::~ProcessGroupLoom()
+{
+	progress_.reset();
+	p2p_progress_.reset();
+	for (auto *c : {pcoll_, p2p_})
+		if (c)
+			loom_comm_free(c);
+	if (coll_ && coll_ != world_->comm)
+		loom_comm_free(coll_);
+}
+
+bool ProcessGroupLoom::have_world()
+{
+	std::lock_guard<std::mutex> g(world_lock);
+	return !the_world.expired();
+}
+
+std::string ProcessGroupLoom::bootstrap() const
+{
+	const char *b = loom_comm_bootstrap(coll_);
+	return b ? b : "";
+}
+
+std::string ProcessGroupLoom::transport(int peer) const
+{
+	const char *t = loom_comm_peer_transport(coll_, peer);
+	return t ? t : "";
+}
+
+c10::intrusive_ptr<WorkLoom> ProcessGroupLoom::work(OpType type, const char *name,
+	std::vector<at::Tensor> outputs)
+{
+	return c10::make_intrusive<WorkLoom>(rank_, type, name, std::move(outputs));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::start(c10::intrusive_ptr<WorkLoom> w, bool user_p2p)
+{
+	(user_p2p ? p2p_progress_ : progress_)->push(w);
+	return w;
+}
+
+void ProcessGroupLoom::post(WorkLoom &w, loom_comm_t *c, bool is_send, const at::Tensor &t, int peer)
+{
+	loom_request_t *q = nullptr;
+	size_t n = nbytes(t);
+	if (n == 0)
+		return;
+	if (is_send)
+		check_status(w.name, "loom_isend", loom_isend(t.data_ptr(), n, LOOM_INT8, peer, c, &q));
+	else
+		check_status(w.name, "loom_irecv", loom_irecv(t.data_ptr(), n, LOOM_INT8, peer, c, &q));
+	w.reqs.push_back(q);
+	w.keep.push_back(t);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::broadcast(std::vector<at::Tensor> &tensors,
+	const c10d::BroadcastOptions &opts)
+{
+	const char *op = "broadcast";
+	one(op, tensors);
+	check_root(op, opts.rootRank, size_);
+	auto &t = tensors[0];
+	auto b = in_buf(t);
+	auto w = work(OpType::BROADCAST, op, tensors);
+	loom_request_t *q;
+	check_status(op, "loom_ibroadcast", loom_ibroadcast(b.data_ptr(), b.data_ptr(), nbytes(b),
+		LOOM_INT8, (int)opts.rootRank, coll_, &q));
+	w->reqs.push_back(q);
+	w->keep = {b};
+	w->after = copy_back(t, b);
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allreduce(std::vector<at::Tensor> &tensors,
+	const c10d::AllreduceOptions &opts)
+{
+	const char *op = "allreduce";
+	one(op, tensors);
+	auto &t = tensors[0];
+	loom_dtype_t dt = reduce_dtype(op, t);
+	loom_op_t lop = reduce_op(op, opts.reduceOp);
+	auto b = in_buf(t);
+	auto w = work(OpType::ALLREDUCE, op, tensors);
+	loom_request_t *q;
+	check_status(op, "loom_iallreduce", loom_iallreduce(b.data_ptr(), b.data_ptr(),
+		(size_t)b.numel(), dt, lop, coll_, &q));
+	w->reqs.push_back(q);
+	w->keep = {b};
+	w->after = copy_back(t, b);
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allreduce_coalesced(std::vector<at::Tensor> &tensors,
+	const c10d::AllreduceCoalescedOptions &opts)
+{
+	const char *op = "allreduce_coalesced";
+	if (tensors.empty())
+		fail(op, "no tensors");
+	for (auto &t : tensors)
+		same_kind(op, t, tensors[0], t.numel());
+	loom_dtype_t dt = reduce_dtype(op, tensors[0]);
+	loom_op_t lop = reduce_op(op, opts.reduceOp);
+	auto flat = flatten(tensors);
+	auto w = work(OpType::ALLREDUCE_COALESCED, op, tensors);
+	loom_request_t *q;
+	check_status(op, "loom_iallreduce", loom_iallreduce(flat.data_ptr(), flat.data_ptr(),
+		(size_t)flat.numel(), dt, lop, coll_, &q));
+	w->reqs.push_back(q);
+	w->keep = {flat};
+	w->after = unflatten(tensors, flat);
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::reduce(std::vector<at::Tensor> &tensors,
+	const c10d::ReduceOptions &opts)
+{
+	const char *op = "reduce";
+	one(op, tensors);
+	check_root(op, opts.rootRank, size_);
+	auto &t = tensors[0];
+	loom_dtype_t dt = reduce_dtype(op, t);
+	loom_op_t lop = reduce_op(op, opts.reduceOp);
+	auto b = in_buf(t);
+	auto w = work(OpType::REDUCE, op, tensors);
+	loom_request_t *q;
+	check_status(op, "loom_ireduce", loom_ireduce(b.data_ptr(), b.data_ptr(), (size_t)b.numel(),
+		dt, lop, (int)opts.rootRank, coll_, &q));
+	w->reqs.push_back(q);
+	w->keep = {b};
+	if (rank_ == opts.rootRank)
+		w->after = copy_back(t, b);
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allgather(std::vector<std::vector<at::Tensor>> &outputs,
+	std::vector<at::Tensor> &inputs, const c10d::AllgatherOptions &)
+{
+	const char *op = "allgather";
+	one(op, inputs);
+	auto &in = inputs[0];
+	if (outputs.size() != 1 || outputs[0].size() != (size_t)size_)
+		fail(op, "wants one list of " + std::to_string(size_) + " output tensors");
+	for (auto &o : outputs[0])
+		same_kind(op, o, in, in.numel());
+	auto b = in_buf(in);
+	auto flat = at::empty({size_ * in.numel()}, in.options());
+	auto w = work(OpType::ALLGATHER, op, outputs[0]);
+	loom_request_t *q;
+	check_status(op, "loom_iallgather", loom_iallgather(b.data_ptr(), flat.data_ptr(), nbytes(b),
+		LOOM_INT8, coll_, &q));
+	w->reqs.push_back(q);
+	w->keep = {b, flat};
+	w->after = unflatten(outputs[0], flat);
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::_allgather_base(at::Tensor &output, at::Tensor &input,
+	const c10d::AllgatherOptions &)
+{
+	const char *op = "_allgather_base";
+	check_cpu(op, input);
+	same_kind(op, output, input, size_ * input.numel());
+	auto b = in_buf(input);
+	auto o = out_buf(output);
+	auto w = work(OpType::_ALLGATHER_BASE, op, {output});
+	loom_request_t *q;
+	check_status(op, "loom_iallgather", loom_iallgather(b.data_ptr(), o.data_ptr(), nbytes(b),
+		LOOM_INT8, coll_, &q));
+	w->reqs.push_back(q);
+	w->keep = {b, o};
+	w->after = copy_back(output, o);
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::reduce_scatter(std::vector<at::Tensor> &outputs,
+	std::vector<std::vector<at::Tensor>> &inputs, const c10d::ReduceScatterOptions &opts)
+{
+	const char *op = "reduce_scatter";
+	one(op, outputs);
+	auto &out = outputs[0];
+	if (inputs.size() != 1 || inputs[0].size() != (size_t)size_)
+		fail(op, "wants one list of " + std::to_string(size_) + " input tensors");
+	for (auto &i : inputs[0])
+		same_kind(op, i, out, out.numel());
+	loom_dtype_t dt = reduce_dtype(op, out);
+	loom_op_t lop = reduce_op(op, opts.reduceOp);
+	auto flat = flatten(inputs[0]);
+	auto o = out_buf(out);
+	auto w = work(OpType::REDUCE_SCATTER, op, outputs);
+	loom_request_t *q;
+	check_status(op, "loom_ireduce_scatter", loom_ireduce_scatter(flat.data_ptr(), o.data_ptr(),
+		(size_t)out.numel(), dt, lop, coll_, &q));
+	w->reqs.push_back(q);
+	w->keep = {flat, o};
+	w->after = copy_back(out, o);
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::_reduce_scatter_base(at::Tensor &output,
+	at::Tensor &input, const c10d::ReduceScatterOptions &opts)
+{
+	const char *op = "_reduce_scatter_base";
+	check_cpu(op, output);
+	same_kind(op, input, output, size_ * output.numel());
+	loom_dtype_t dt = reduce_dtype(op, output);
+	loom_op_t lop = reduce_op(op, opts.reduceOp);
+	auto b = in_buf(input);
+	auto o = out_buf(output);
+	auto w = work(OpType::_REDUCE_SCATTER_BASE, op, {output});
+	loom_request_t *q;
+	check_status(op, "loom_ireduce_scatter", loom_ireduce_scatter(b.data_ptr(), o.data_ptr(),
+		(size_t)output.numel(), dt, lop, coll_, &q));
+	w->reqs.push_back(q);
+	w->keep = {b, o};
+	w->after = copy_back(output, o);
+	return start(w);
+}
+
+/* split sizes count rows (dim 0); empty: equal splits */
+static std::vector<int64_t> splits(const char *op, const at::Tensor &t, const std::vector<int64_t> &s,
+	int size, const char *which)
+{
+	int64_t rows = t.dim() ? t.size(0) : 1;
+	if (s.empty()) {
+		if (rows % size)
+			fail(op, std::string(which) + " has " + std::to_string(rows) +
+				 " rows, not a multiple of the group's size");
+		return std::vector<int64_t>(size, rows / size);
+	}
+	if (s.size() != (size_t)size)
+		fail(op, std::string(which) + " split sizes: " + std::to_string(s.size()) +
+			 " of them for a group of " + std::to_string(size));
+	if (std::accumulate(s.begin(), s.end(), int64_t(0)) != rows)
+		fail(op, std::string(which) + " split sizes do not add up to its " +
+			 std::to_string(rows) + " rows");
+	return s;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall_base(at::Tensor &output, at::Tensor &input,
+	std::vector<int64_t> &outputSplits, std::vector<int64_t> &inputSplits,
+	const c10d::AllToAllOptions &)
+{
+	const char *op = "alltoall_base";
+	check_cpu(op, input);
+	check_cpu(op, output);
+	if (input.scalar_type() != output.scalar_type())
+		fail(op, "input and output of different dtypes");
+	auto b = in_buf(input);
+	auto o = out_buf(output);
+	auto w = work(OpType::ALLTOALL_BASE, op, {output});
+	w->keep = {b, o};
+	w->after = copy_back(output, o);
+	if (outputSplits.empty() && inputSplits.empty()) {
+		same_kind(op, output, input, input.numel());
+		if (input.numel() % size_)
+			fail(op, std::to_string(input.numel()) + " elements do not split in " +
+				 std::to_string(size_) + " equal blocks");
+		loom_request_t *q;
+		check_status(op, "loom_ialltoall", loom_ialltoall(b.data_ptr(), o.data_ptr(),
+			nbytes(b) / size_, LOOM_INT8, coll_, &q));
+		w->reqs.push_back(q);
+		return start(w);
+	}
+	auto is = splits(op, b, inputSplits, size_, "input");
+	auto os = splits(op, o, outputSplits, size_, "output");
+	int64_t irow = b.size(0) ? b.numel() / b.size(0) : 0, orow = o.size(0) ? o.numel() / o.size(0) : 0;
+	if (irow && orow && irow != orow)
+		fail(op, "input and output rows of different sizes");
+	int64_t ioff = 0, ooff = 0;
+	for (int j = 0; j < size_; j++) {
+		auto src = b.narrow(0, ioff, is[j]), dst = o.narrow(0, ooff, os[j]);
+		if (j == rank_) {
+			if (src.numel() != dst.numel())
+				fail(op, "this rank's own block: " + std::to_string(src.numel()) +
+					 " elements in, " + std::to_string(dst.numel()) + " out");
+			dst.copy_(src);
+		} else {
+			post(*w, pcoll_, false, dst, j);
+			post(*w, pcoll_, true, src, j);
+		}
+		ioff += is[j];
+		ooff += os[j];
+	}
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall(std::vector<at::Tensor> &outputs,
+	std::vector<at::Tensor> &inputs, const c10d::AllToAllOptions &)
+{
+	const char *op = "alltoall";
+	if (outputs.size() != (size_t)size_ || inputs.size() != (size_t)size_)
+		fail(op, "wants lists of " + std::to_string(size_) + " tensors");
+	auto w = work(OpType::ALLTOALL, op, outputs);
+	std::vector<std::function<void()>> backs;
+	for (int j = 0; j < size_; j++) {
+		check_cpu(op, inputs[j]);
+		same_kind(op, outputs[j], inputs[j], outputs[j].numel());
+		auto src = in_buf(inputs[j]), dst = out_buf(outputs[j]);
+		if (j == rank_) {
+			if (src.numel() != dst.numel())
+				fail(op, "this rank's own block: different sizes in and out");
+			dst.copy_(src);
+		} else {
+			post(*w, pcoll_, false, dst, j);
+			post(*w, pcoll_, true, src, j);
+		}
+		w->keep.push_back(dst);
+		backs.push_back(copy_back(outputs[j], dst));
+	}
+	w->after = all_of(std::move(backs));
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::gather(std::vector<std::vector<at::Tensor>> &outputs,
+	std::vector<at::Tensor> &inputs, const c10d::GatherOptions &opts)
+{
+	const char *op = "gather";
+	one(op, inputs);
+	check_root(op, opts.rootRank, size_);
+	int root = (int)opts.rootRank;
+	auto src = in_buf(inputs[0]);
+	if (rank_ != root) {
+		if (!outputs.empty() && !outputs[0].empty())
+			fail(op, "output tensors on a rank that is not the root");
+		auto w = work(OpType::GATHER, op, {});
+		post(*w, pcoll_, true, src, root);
+		return start(w);
+	}
+	if (outputs.size() != 1 || outputs[0].size() != (size_t)size_)
+		fail(op, "wants one list of " + std::to_string(size_) + " output tensors at the root");
+	auto w = work(OpType::GATHER, op, outputs[0]);
+	std::vector<std::function<void()>> backs;
+	for (int j = 0; j < size_; j++) {
+		auto &t = outputs[0][j];
+		same_kind(op, t, src, src.numel());
+		auto dst = out_buf(t);
+		if (j == root)
+			dst.copy_(src);
+		else
+			post(*w, pcoll_, false, dst, j);
+		w->keep.push_back(dst);
+		backs.push_back(copy_back(t, dst));
+	}
+	w->after = all_of(std::move(backs));
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::scatter(std::vector<at::Tensor> &outputs,
+	std::vector<std::vector<at::Tensor>> &inputs, const c10d::ScatterOptions &opts)
+{
+	const char *op = "scatter";
+	one(op, outputs);
+	check_root(op, opts.rootRank, size_);
+	int root = (int)opts.rootRank;
+	auto &out = outputs[0];
+	auto dst = out_buf(out);
+	auto w = work(OpType::SCATTER, op, outputs);
+	w->keep = {dst};
+	w->after = copy_back(out, dst);
+	if (rank_ != root) {
+		if (!inputs.empty() && !inputs[0].empty())
+			fail(op, "input tensors on a rank that is not the root");
+		post(*w, pcoll_, false, dst, root);
+		return start(w);
+	}
+	if (inputs.size() != 1 || inputs[0].size() != (size_t)size_)
+		fail(op, "wants one list of " + std::to_string(size_) + " input tensors at the root");
+	for (int j = 0; j < size_; j++) {
+		same_kind(op, inputs[0][j], out, out.numel());
+		auto src = in_buf(inputs[0][j]);
+		if (j == root)
+			dst.copy_(src);
+		else
+			post(*w, pcoll_, true, src, j);
+	}
+	return start(w);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::barrier(const c10d::BarrierOptions &)
+{
+	const char *op = "barrier";
+	auto w = work(OpType::BARRIER, op, {});
+	loom_request_t *q;
+	check_status(op, "loom_ibarrier", loom_ibarrier(coll_, &q));
+	w->reqs.push_back(q);
+	return start(w);
+}
+
+static void check_p2p(const char *op, std::vector<at::Tensor> &tensors, int peer, int tag, int size)
+{
+	one(op, tensors);
+	if (tag != 0)
+		fail(op, "tag " + std::to_string(tag) + ": loom matches messages by order between "
+			 "a pair of ranks, not by tag (use tag 0)");
+	if (peer < 0 || peer >= size)
+		fail(op, "peer rank " + std::to_string(peer) + " is not in the group of " +
+			 std::to_string(size));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::send(std::vector<at::Tensor> &tensors, int dst, int tag)
+{
+	const char *op = "send";
+	check_p2p(op, tensors, dst, tag, size_);
+	auto w = work(OpType::SEND, op, {});
+	post(*w, p2p_, true, in_buf(tensors[0]), dst);
+	return start(w, true);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recv(std::vector<at::Tensor> &tensors, int src, int tag)
+{
+	const char *op = "recv";
+	check_p2p(op, tensors, src, tag, size_);
+	auto &t = tensors[0];
+	auto b = out_buf(t);
+	auto w = work(OpType::RECV, op, tensors);
+	post(*w, p2p_, false, b, src);
+	w->after = copy_back(t, b);
+	return start(w, true);
+}
+
+} // namespace loomtorch

@@ -1,0 +1,166 @@
+/* torch/loom_pg.hpp: the c10d process group "loom", a thin adapter of
+ * PyTorch's ProcessGroup over libloom's public API (loom.h).
+ *
+ * Each operation checks its tensors, stages the non-contiguous ones in
+ * contiguous copies, starts loom's non-blocking operations and returns a
+ * Work at once. A progress thread per process group waits for the
+ * requests in the order they were started (loom completes a
+ * communicator's operations in that order), copies staged results back
+ * and completes the Work and its Future (DDP communication hooks chain
+ * on it), unless a caller of work.wait() got there first and did it. A failed request (timeout, lost peer, mismatch, abort) makes
+ * work.wait() raise a RuntimeError naming the operation and loom's
+ * verdict; loom's own log line names the ranks that never arrived.
+ *
+ * Three communicators: the collectives on `coll_`; the collectives
+ * loom has no call for (gather, scatter, alltoall with split sizes),
+ * built of point-to-point messages, on `pcoll_`; the user's send/recv on
+ * `p2p_`, with a progress thread of their own, so that a receive waiting
+ * for its sender never holds back a collective's completion.
+ *
+ * Written against torch 1.13 (Debian 12): ProcessGroup carries the
+ * virtual collectives. Torch 2.x moved them to c10d::Backend: the port
+ * is the class's base and the creator's signature. */
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <loom.h>
+
+namespace loomtorch {
+
+/* An operation in flight: loom's requests, the tensors they touch (kept
+ * alive until completion), what to do once they succeed (copy staged
+ * results back) and the tensors the Future is completed with. */
+class WorkLoom : public c10d::Work {
+ public:
+	WorkLoom(int rank, c10d::OpType type, const char *name, std::vector<at::Tensor> outputs);
+	~WorkLoom() override;
+	c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+	std::vector<at::Tensor> result() override;
+	/* without a timeout, the caller completes the Work itself when the
+	 * progress thread has not taken it yet: two thread wake-ups fewer
+	 * on the path of a blocking call */
+	bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+
+	/* true for the one thread that gets to complete the Work */
+	bool claim() { return !claimed_.exchange(true); }
+	/* wait every request, then complete (the claimant only) */
+	void progress();
+
+	std::vector<loom_request_t *> reqs;
+	std::vector<at::Tensor> keep;
+	std::function<void()> after;
+	const char *name;
+
+ private:
+	std::vector<at::Tensor> outputs_;
+	c10::intrusive_ptr<c10::ivalue::Future> future_;
+	std::atomic<bool> claimed_{false};
+};
+
+/* A thread that completes Works in the order they were queued. */
+class Progress {
+ public:
+	Progress();
+	~Progress();
+	void push(c10::intrusive_ptr<WorkLoom> w);
+
+ private:
+	void run();
+	std::mutex m_;
+	std::condition_variable cv_;
+	std::deque<c10::intrusive_ptr<WorkLoom>> q_;
+	bool stop_ = false;
+	std::thread t_;
+};
+
+/* The world formed by loom_init, shared by every process group of this
+ * process; finalized when the last one goes. */
+struct World {
+	loom_comm_t *comm = nullptr;
+	~World();
+};
+
+class ProcessGroupLoom : public c10d::ProcessGroup {
+ public:
+	/* rank and size from init_process_group: they must be those of the
+	 * world libloom forms (the first group) or of that world (a later
+	 * group, a duplicate of it). timeout_s bounds every operation. */
+	ProcessGroupLoom(int rank, int size, double timeout_s);
+	~ProcessGroupLoom() override;
+
+	const std::string getBackendName() const override { return "loom"; }
+	/* whether a group of this process holds libloom's world now */
+	static bool have_world();
+	std::string bootstrap() const;
+	std::string transport(int peer) const;
+
+	c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
+		const c10d::BroadcastOptions &opts = c10d::BroadcastOptions()) override;
+	c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
+		const c10d::AllreduceOptions &opts = c10d::AllreduceOptions()) override;
+	c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor> &tensors,
+		const c10d::AllreduceCoalescedOptions &opts = c10d::AllreduceCoalescedOptions()) override;
+	c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
+		const c10d::ReduceOptions &opts = c10d::ReduceOptions()) override;
+	c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
+		std::vector<at::Tensor> &inputs,
+		const c10d::AllgatherOptions &opts = c10d::AllgatherOptions()) override;
+	c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
+		const c10d::AllgatherOptions &opts = c10d::AllgatherOptions()) override;
+	c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
+		std::vector<at::Tensor> &inputs,
+		const c10d::GatherOptions &opts = c10d::GatherOptions()) override;
+	c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outputs,
+		std::vector<std::vector<at::Tensor>> &inputs,
+		const c10d::ScatterOptions &opts = c10d::ScatterOptions()) override;
+	c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
+		std::vector<std::vector<at::Tensor>> &inputs,
+		const c10d::ReduceScatterOptions &opts = c10d::ReduceScatterOptions()) override;
+	c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+		const c10d::ReduceScatterOptions &opts = c10d::ReduceScatterOptions()) override;
+	c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
+		std::vector<int64_t> &outputSplits, std::vector<int64_t> &inputSplits,
+		const c10d::AllToAllOptions &opts = c10d::AllToAllOptions()) override;
+	c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
+		std::vector<at::Tensor> &inputs,
+		const c10d::AllToAllOptions &opts = c10d::AllToAllOptions()) override;
+	c10::intrusive_ptr<c10d::Work> barrier(
+		const c10d::BarrierOptions &opts = c10d::BarrierOptions()) override;
+	c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst, int tag) override;
+	c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override;
+
+ private:
+	c10::intrusive_ptr<WorkLoom> work(c10d::OpType type, const char *name,
+		std::vector<at::Tensor> outputs);
+	/* queue w on the collectives' (or the send/recv) progress thread */
+	c10::intrusive_ptr<c10d::Work> start(c10::intrusive_ptr<WorkLoom> w, bool user_p2p = false);
+	/* p2p exchanges of gather/scatter/alltoall: one isend or irecv */
+	void post(WorkLoom &w, loom_comm_t *c, bool is_send, const at::Tensor &t, int peer);
+
+	std::shared_ptr<World> world_;
+	loom_comm_t *coll_ = nullptr, *pcoll_ = nullptr, *p2p_ = nullptr;
+	/* destroyed first (declared last): waits for what is in flight */
+	std::unique_ptr<Progress> progress_, p2p_progress_;
+};
+
+/* helpers of loom_work.cpp */
+[[noreturn]] void fail(const char *op, const std::string &what);
+void check_status(const char *op, const char *call, int rc);
+void check_cpu(const char *op, const at::Tensor &t);
+/* loom's dtype for a reduction of t, or a RuntimeError naming t's dtype */
+loom_dtype_t reduce_dtype(const char *op, const at::Tensor &t);
+loom_op_t reduce_op(const char *op, const c10d::ReduceOp &r);
+
+} // namespace loomtorch
