@@ -46,6 +46,6 @@ if /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
 	'
 else
 	test_skip 'a PyTorch DDP program over gloo runs unchanged' \
-		'python3-torch is not installed (apt-get install python3-torch; a benchmark-only dependency, not in CI)'
+		'python3-torch is not installed (contrib/install-deps installs it)'
 fi
 test_done
