@@ -1,7 +1,9 @@
 #!/bin/sh
 # Surviving lost ranks on the live cluster (docs/fault-tolerance.md): a
 # rank, or both ranks of a node, killed with SIGKILL at a random
-# iteration of allreduces; the survivors see PEER_LOST or REVOKED, revoke
+# iteration of allreduces (from the second: a rank lost before its node's
+# shared memory is first mapped is noticed only at LOOM_TIMEOUT, see
+# docs/fault-tolerance.md, "Not covered"); the survivors see PEER_LOST or REVOKED, revoke
 # the world, agree (every survivor prints the same flag and failed set),
 # shrink, and an allreduce and a split's allreduce on the new
 # communicator give the right sums; a dup of the world and the mesh's
@@ -34,30 +36,30 @@ survived() {
 
 for tr in auto tcp; do
 	test_expect_success "4 ranks / 2 nodes ($tr): kill -9 of rank 1, the 3 others shrink" "
-		it=\$(loom_rand 40) && echo \"iteration \$it\" &&
+		it=\$(( \$(loom_rand 39) + 1 )) && echo \"iteration \$it\" &&
 		{ LOOM_TRANSPORT=$tr LOOM_TIMEOUT=60 env_srun -N2 -n4 -- \$FT kill 1 \$it >\$TEST_TMP/o 2>&1 || :; } &&
 		survived \$TEST_TMP/o 3 1
 	"
 done
 test_expect_success '4 ranks / 2 nodes: both ranks of a node killed, the other node goes on' '
-	it=$(loom_rand 40) && echo "iteration $it" &&
+	it=$(( $(loom_rand 39) + 1 )) && echo "iteration $it" &&
 	{ LOOM_TIMEOUT=60 env_srun -N2 -n4 -- $FT kill 2,3 $it >$TEST_TMP/o 2>&1 || :; } &&
 	survived $TEST_TMP/o 2 2,3
 '
 test_expect_success '6 ranks / 3 nodes: both ranks of the last node killed, 4 go on' '
-	it=$(loom_rand 40) && echo "iteration $it" &&
+	it=$(( $(loom_rand 39) + 1 )) && echo "iteration $it" &&
 	{ LOOM_TIMEOUT=60 env_srun -N3 -n6 -- $FT kill 4,5 $it >$TEST_TMP/o 2>&1 || :; } &&
 	survived $TEST_TMP/o 4 4,5
 '
 test_expect_success '6 ranks / 3 nodes: a node of the middle killed, 4 go on' '
-	it=$(loom_rand 40) && echo "iteration $it" &&
+	it=$(( $(loom_rand 39) + 1 )) && echo "iteration $it" &&
 	{ LOOM_TIMEOUT=60 env_srun -N3 -n6 -- $FT kill 2,3 $it >$TEST_TMP/o 2>&1 || :; } &&
 	survived $TEST_TMP/o 4 2,3
 '
 # rank 3 kills itself 50 ms after its revoke, as the others agree: it is
 # in the agreed failed set with rank 1 on every survivor
 test_expect_success '6 ranks / 3 nodes: a second rank dies as the others enter the agreement' '
-	it=$(loom_rand 40) && echo "iteration $it" &&
+	it=$(( $(loom_rand 39) + 1 )) && echo "iteration $it" &&
 	{ LOOM_TIMEOUT=60 env_srun -N3 -n6 -- $FT kill 1 $it 3 >$TEST_TMP/o 2>&1 || :; } &&
 	survived $TEST_TMP/o 4 1,3 5
 '
