@@ -3,7 +3,10 @@
 bench/compare run from its raw rows: DIR/raw/<coll>-<shape>-loom-r<N>.json
 (loom-bench --json's JSON Lines, one run after the other, Open MPI's and
 memcpy's columns in its rows) and DIR/raw/<coll>-<shape>-gloo-r<N>.txt
-(gloo-bench.py's nccl-tests rows). Prints the report (Markdown) on stdout; the plot,
+(gloo-bench.py's nccl-tests rows), and with bench/compare --torch-loom
+DIR/raw/<coll>-<shape>-torch-r<N>.txt (gloo-bench.py --backend loom: the
+process group "loom" through torch.distributed), whose "torch (loom)"
+columns the tables gain only when such files are there. Prints the report (Markdown) on stdout; the plot,
 DIR/compare.svg, is drawn with matplotlib where it is installed
 (python3-matplotlib), and the report says so in one line where not.
 
@@ -26,9 +29,14 @@ SHAPES = {"1x2": "2 ranks, 1 node", "2x4": "4 ranks, 2 nodes x 2 tasks",
           "2x8": "8 ranks, 2 nodes x 4 tasks"}
 COLLS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "alltoall", "reduce")
 PEERS = ("loom", "mpi", "gloo")
-NAME = {"loom": "loom", "mpi": "Open MPI", "gloo": "gloo", "memcpy": "memcpy"}
-COLOUR = {"loom": "#1f77b4", "mpi": "#d62728", "gloo": "#2ca02c", "memcpy": "#777777"}
-FILE_RE = re.compile(r"^(%s)-(\d+x\d+)-(?:(loom)-r(\d+)\.json|(gloo)-r(\d+)\.txt)$" % "|".join(COLLS))
+NAME = {"loom": "loom", "mpi": "Open MPI", "gloo": "gloo", "torch": "torch (loom)", "memcpy": "memcpy"}
+COLOUR = {"loom": "#1f77b4", "mpi": "#d62728", "gloo": "#2ca02c", "torch": "#9467bd",
+          "memcpy": "#777777"}
+FILE_RE = re.compile(r"^(%s)-(\d+x\d+)-(?:(loom)-r(\d+)\.json|(gloo|torch)-r(\d+)\.txt)$"
+                     % "|".join(COLLS))
+# the optional peer (bench/compare --torch-loom): in the tables only when
+# the run has its rows, so a run without it reads as before
+EXTRA = ()
 
 
 def fmt_size(b):
@@ -166,6 +174,8 @@ def parse(dirname):
         else:
             if "not supported by gloo" in text:
                 st["gloo"] = "not supported"
+            if "not supported by loom" in text:
+                st["torch"] = "not supported"
             nrows = add_text(d, who, text, rnd)
         if nrows == 0 and who not in st:
             st[who] = "failed (see raw/%s.err)" % fn
@@ -186,23 +196,28 @@ def peers_file(dirname):
 
 def table(coll, shape, d, st, nrounds):
     out = ["", "### %s, %s (best of %d)" % (coll, SHAPES.get(shape, shape), nrounds), ""]
-    notes = ["%s: %s" % (NAME[p], st[p]) for p in PEERS if p in st]
+    notes = ["%s: %s" % (NAME[p], st[p]) for p in PEERS + EXTRA if p in st]
     if notes:
         out += ["(" + "; ".join(notes) + ")", ""]
-    out.append("| size | loom us | Open MPI us | gloo us | loom GB/s | Open MPI GB/s | gloo GB/s "
-               "| memcpy GB/s | memcpy_all GB/s | vs Open MPI | vs gloo | loom/memcpy | loom/all |")
-    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    xt = "".join(" %s us |" % NAME[p] for p in EXTRA)
+    xb = "".join(" %s GB/s |" % NAME[p] for p in EXTRA)
+    xv = "".join(" vs %s |" % NAME[p] for p in EXTRA)
+    ncol = 13 + 3 * len(EXTRA)
+    out.append("| size | loom us | Open MPI us | gloo us |" + xt + " loom GB/s | Open MPI GB/s | gloo GB/s |"
+               + xb + " memcpy GB/s | memcpy_all GB/s | vs Open MPI | vs gloo |" + xv
+               + " loom/memcpy | loom/all |")
+    out.append("|" + "---:|" * ncol)
     sizes = sorted(set().union(*[set(s.best) for s in d.values()]))
-    g = {p: d.get(p, Series()) for p in PEERS + ("memcpy", "memcpy_all")}
+    g = {p: d.get(p, Series()) for p in PEERS + EXTRA + ("memcpy", "memcpy_all")}
     for s in sizes:
         lt = g["loom"].time(s)
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            fmt_size(s), fmt_us(lt), fmt_us(g["mpi"].time(s)), fmt_us(g["gloo"].time(s)),
-            fmt_bw(g["loom"].bw(s)), fmt_bw(g["mpi"].bw(s)), fmt_bw(g["gloo"].bw(s)),
-            fmt_bw(g["memcpy"].bw(s)), fmt_bw(g["memcpy_all"].bw(s)),
-            fmt_ratio(g["mpi"].time(s), lt), fmt_ratio(g["gloo"].time(s), lt),
-            fmt_pct(g["loom"].bw(s), g["memcpy"].bw(s)),
-            fmt_pct(g["loom"].bw(s), g["memcpy_all"].bw(s))))
+        cells = ([fmt_size(s)] + [fmt_us(g[p].time(s)) for p in PEERS + EXTRA]
+                 + [fmt_bw(g[p].bw(s)) for p in PEERS + EXTRA]
+                 + [fmt_bw(g["memcpy"].bw(s)), fmt_bw(g["memcpy_all"].bw(s))]
+                 + [fmt_ratio(g[p].time(s), lt) for p in ("mpi", "gloo") + EXTRA]
+                 + [fmt_pct(g["loom"].bw(s), g["memcpy"].bw(s)),
+                    fmt_pct(g["loom"].bw(s), g["memcpy_all"].bw(s))])
+        out.append("| " + " | ".join(cells) + " |")
     return out
 
 
@@ -213,14 +228,16 @@ def per_round(coll, shape, d):
     if not loom or not loom.best:
         return []
     top = max(loom.best)
-    g = {p: d.get(p, Series()) for p in PEERS + ("memcpy", "memcpy_all")}
+    g = {p: d.get(p, Series()) for p in PEERS + EXTRA + ("memcpy", "memcpy_all")}
 
     def bw(p, r):
         return g[p].by_round.get(r, {}).get(top)
     out = ["", "### %s, %s, %s, round by round" % (coll, SHAPES.get(shape, shape), fmt_size(top)),
-           "", "| round | loom GB/s | Open MPI GB/s | gloo GB/s | memcpy GB/s | memcpy_all GB/s "
-           "| vs Open MPI | vs gloo | loom/memcpy | loom/all |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "", "| round | loom GB/s | Open MPI GB/s | gloo GB/s |"
+           + "".join(" %s GB/s |" % NAME[p] for p in EXTRA) + " memcpy GB/s | memcpy_all GB/s "
+           "| vs Open MPI | vs gloo |" + "".join(" vs %s |" % NAME[p] for p in EXTRA)
+           + " loom/memcpy | loom/all |",
+           "|" + "---:|" * (10 + 2 * len(EXTRA))]
     shares = {"memcpy": [], "memcpy_all": []}
     for r in sorted(loom.by_round):
         b = {p: bw(p, r) for p in g}
@@ -231,10 +248,11 @@ def per_round(coll, shape, d):
             if b[m]:
                 shares[m].append(lb / b[m])
         # busbw ratios: the same speed-ups as the time ratios above
-        out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r, fmt_bw(lb), fmt_bw(b["mpi"]), fmt_bw(b["gloo"]), fmt_bw(b["memcpy"]),
-            fmt_bw(b["memcpy_all"]), fmt_ratio(lb, b["mpi"]), fmt_ratio(lb, b["gloo"]),
-            fmt_pct(lb, b["memcpy"]), fmt_pct(lb, b["memcpy_all"])))
+        cells = ([str(r), fmt_bw(lb)] + [fmt_bw(b[p]) for p in ("mpi", "gloo") + EXTRA]
+                 + [fmt_bw(b["memcpy"]), fmt_bw(b["memcpy_all"])]
+                 + [fmt_ratio(lb, b[p]) for p in ("mpi", "gloo") + EXTRA]
+                 + [fmt_pct(lb, b["memcpy"]), fmt_pct(lb, b["memcpy_all"])])
+        out.append("| " + " | ".join(cells) + " |")
     if shares["memcpy"]:
         out += ["", "Median over %d round(s): loom/memcpy %.1f%%, loom/all %s." % (
             len(shares["memcpy"]), 100 * statistics.median(shares["memcpy"]),
@@ -251,19 +269,19 @@ def growth(data, nrounds):
             continue
         sizes = sorted(d["loom"].best)
         lo, hi = sizes[0], sizes[-1]
-        g = {p: d.get(p, Series()) for p in PEERS}
+        g = {p: d.get(p, Series()) for p in PEERS + EXTRA}
         rows.append((shape, hi, lo, g))
     if not rows:
         return []
     hi = rows[0][1]
     out = ["", "### allreduce cost growth (best of %d): busbw at %s, latency at %s"
            % (nrounds, fmt_size(hi), fmt_size(rows[0][2])), "",
-           "| ranks | loom GB/s | Open MPI GB/s | gloo GB/s | loom us | Open MPI us | gloo us |",
-           "|---|---:|---:|---:|---:|---:|---:|"]
+           "| ranks | loom GB/s | Open MPI GB/s | gloo GB/s |" + "".join(" %s GB/s |" % NAME[p] for p in EXTRA)
+           + " loom us | Open MPI us | gloo us |" + "".join(" %s us |" % NAME[p] for p in EXTRA),
+           "|---|" + "---:|" * (6 + 2 * len(EXTRA))]
     for shape, h, lo, g in rows:
-        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-            SHAPES[shape], fmt_bw(g["loom"].bw(h)), fmt_bw(g["mpi"].bw(h)), fmt_bw(g["gloo"].bw(h)),
-            fmt_us(g["loom"].time(lo)), fmt_us(g["mpi"].time(lo)), fmt_us(g["gloo"].time(lo))))
+        out.append("| " + " | ".join([SHAPES[shape]] + [fmt_bw(g[p].bw(h)) for p in PEERS + EXTRA]
+                                     + [fmt_us(g[p].time(lo)) for p in PEERS + EXTRA]) + " |")
     return out
 
 
@@ -285,7 +303,7 @@ def plot(panels, path):
         ax.set_visible(False)
     for ax, (coll, shape, d) in zip(axes.flat, panels):
         ax.set_title("%s, %s" % (coll, SHAPES.get(shape, shape)), fontsize=9, loc="left")
-        for p in PEERS + ("memcpy",):
+        for p in PEERS + EXTRA + ("memcpy",):
             s = d.get(p)
             if not s or not s.best:
                 continue
@@ -314,8 +332,11 @@ def main():
     if not os.path.isdir(os.path.join(dirname, "raw")):
         sys.stderr.write("compare-report: %s/raw: no such directory (not a bench/compare output)\n" % dirname)
         return 2
+    global EXTRA
     data, status, nrounds = parse(dirname)
     info = peers_file(dirname)
+    if "torch" in info or any("torch" in d for d in data.values()):
+        EXTRA = ("torch",)
     out = ["## loom vs Open MPI vs gloo", ""]
     if "host" in info:
         out.append("%s; float32, sum; %s." % (info["host"], info.get("sizes", "")))
@@ -332,6 +353,14 @@ def main():
             .get(info.get("mpi", "?"), info.get("mpi", "?")),
             "| gloo | %s |" % (info.get("gloo", "?").replace("ok ", "torch.distributed, ")
                                if info.get("gloo", "").startswith("ok") else info.get("gloo", "?"))]
+    if EXTRA:
+        out.append("| torch (loom) | %s |" % (
+            info.get("torch", "?").replace("ok ", "the process group \"loom\" through torch.distributed "
+                                           "(gloo-bench.py --backend loom), ")
+            if info.get("torch", "").startswith("ok") else info.get("torch", "?")))
+        if info.get("torch", "").startswith("not"):
+            for st in status.values():
+                st.setdefault("torch", info["torch"].split(" (")[0])
     if info.get("gloo", "").startswith("not installed"):
         for st in status.values():
             st.setdefault("gloo", "not installed")

@@ -35,7 +35,7 @@ AM_TESTS_ENVIRONMENT += \
 endif
 
 # the cluster test and its programs (skipped where the extension is not built)
-dist_check_SCRIPTS += t/t5106-torch-backend.t
+dist_check_SCRIPTS += t/t5106-torch-backend.t t/t5107-torch-bench.t
 EXTRA_DIST += t/python/torch_backend.py t/python/torch_ddp_compare.py t/python/torch_fault.py \
-	t/python/torch_mismatch.py
+	t/python/torch_mismatch.py t/python/torch_hold.py
 EXTRA_DIST += contrib/debian/python3-loom-torch.install
