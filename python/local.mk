@@ -5,7 +5,7 @@ LOOM_PY_MODULES = python/loom/__init__.py python/loom/_lib.py python/loom/_buffe
 	python/loom/_world.py python/loom/_ckpt.py python/loom/_signal.py \
 	python/loom/_errors.py python/loom/_version.py python/loom/torch.py \
 	python/loom/_resumable.py python/loom/_dcp.py
-EXTRA_DIST += $(LOOM_PY_MODULES) python/loom/_paths.py.in python/test/test_loom.py python/test/test_torch.py \
+EXTRA_DIST += $(LOOM_PY_MODULES) python/loom/_paths.py.in python/test/test_loom.py python/test/test_torch.py python/test/pytap.py \
 	t/python/requeue_counter.py python/loom/py.typed python/pyproject.toml \
 	t/python/dcp_drive.py
 dist_check_SCRIPTS += t/t5100-python.t t/t5101-python-torch.t t/t5102-python-venv.t \

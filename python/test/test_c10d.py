@@ -7,8 +7,8 @@ LOOM_TORCH_EXTENSION at it; without torch every test is skipped."""
 import gc
 import os
 import sys
-import traceback
 import warnings
+import pytap  # this folder: the shared TAP runner
 
 for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMIX_RANK", "LOOM_BACKEND",
           "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
@@ -165,22 +165,7 @@ def groups():
 
 
 def main():
-    print("1..%d" % len(TESTS))
-    failed = 0
-    for n, fn in enumerate(TESTS, 1):
-        if why_not:
-            print("ok %d - %s # SKIP %s" % (n, fn.__doc__, why_not))
-            continue
-        try:
-            fn()
-        except Exception:
-            failed += 1
-            print("not ok %d - %s" % (n, fn.__doc__))
-            for line in traceback.format_exc().splitlines():
-                print("# " + line)
-            continue
-        print("ok %d - %s" % (n, fn.__doc__))
-    return 1 if failed else 0
+    return pytap.run(TESTS, why_not)
 
 
 if __name__ == "__main__":

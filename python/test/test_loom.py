@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import traceback
+import pytap  # this folder: the shared TAP runner
 
 for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMIX_RANK", "LOOM_BACKEND",
           "LOOM_CKPT_DIR", "LOOM_CKPT_SIGNAL", "LOOM_CKPT_REQUEUE", "SLURM_JOB_ID",
@@ -536,23 +536,9 @@ def world_close():
 
 
 def main():
-    print("1..%d" % len(TESTS))
-    failed = 0
-    for n, fn in enumerate(TESTS, 1):
-        try:
-            r = fn()
-        except Exception:
-            failed += 1
-            print("not ok %d - %s" % (n, fn.__doc__))
-            for line in traceback.format_exc().splitlines():
-                print("# " + line)
-            continue
-        if isinstance(r, str) and r.startswith("skip "):
-            print("ok %d - %s # SKIP %s" % (n, fn.__doc__, r[5:]))
-        else:
-            print("ok %d - %s" % (n, fn.__doc__))
+    rc = pytap.run(TESTS)
     subprocess.run(["rm", "-rf", TMP])
-    return 1 if failed else 0
+    return rc
 
 
 if __name__ == "__main__":
