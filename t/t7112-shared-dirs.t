@@ -49,17 +49,26 @@ run_held() {
 	cat "$TEST_TMP/$1"
 }
 
+# flight_job_ok OUT: job $j completed, both tasks saw the directory as the
+# job's own (root's here, 0700) with their records in it; else says which
+flight_job_ok() {
+	local st
+	st=$(job_field $j JobState)
+	[ "$st" = COMPLETED ] || { echo "job $j ended $st, not COMPLETED"; return 1; }
+	[ $(grep -c "^root 700 directory$" "$TEST_TMP/$1") = 2 ] ||
+		{ echo "not two lines \"root 700 directory\" in $1"; return 1; }
+	grep -q "^step0-rank0.flight$" "$TEST_TMP/$1" && grep -q "^step0-rank1.flight$" "$TEST_TMP/$1" ||
+		{ echo "no records of both ranks in the listing"; return 1; }
+	! grep -q "flight recorder off" "$TEST_TMP/$1" || { echo "the recorder was off"; return 1; }
+}
+
 for kind in dir link fifo; do
 	test_expect_success "flight directory: a $kind of nobody at its name is replaced; the records are written there" '
 		held f-$kind.out "srun --mpi=none sh -c \"$B allreduce -b 8 -e 8 -n 2 -w 1 >/dev/null && stat -c \\\"%U %a %F\\\" \\\$LOOM_FLIGHT_DIR && ls \\\$LOOM_FLIGHT_DIR\"" &&
 		F=$S/loom-flight.0.$j && plant $kind "$F" &&
 		run_held f-$kind.out &&
-		test "$(job_field $j JobState)" = COMPLETED &&
-		test $(grep -c "^root 700 directory$" "$TEST_TMP/f-$kind.out") = 2 &&
-		grep -q "^step0-rank0.flight$" "$TEST_TMP/f-$kind.out" &&
-		grep -q "^step0-rank1.flight$" "$TEST_TMP/f-$kind.out" &&
-		! grep -q "flight recorder off" "$TEST_TMP/f-$kind.out" &&
-		wait_stepd_log "loom: job $j: flight directory $F: .* of uid $NOBODY_UID" 20 &&
+		flight_job_ok f-$kind.out &&
+		wait_stepd_log "loom: job $j: flight directory $F: .* of uid $NOBODY_UID" 60 &&
 		untouched
 	'
 done
