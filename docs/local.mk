@@ -23,7 +23,7 @@ LOOM_DP_MAN3_LINKS = loom_dp_create loom_dp_add loom_dp_ready loom_dp_poll \
 LOOM_CKPT_MAN3_LINKS = loom_ckpt_open loom_ckpt_tensor loom_ckpt_should_stop \
 	loom_ckpt_save loom_ckpt_restore loom_ckpt_load loom_ckpt_latest \
 	loom_ckpt_resume_step loom_ckpt_close loom_ckpt_request_requeue \
-	loom_ckpt_set_async loom_ckpt_wait
+	loom_ckpt_set_async loom_ckpt_wait loom_ckpt_reserve loom_ckpt_clear
 
 install-data-hook:
 	$(MKDIR_P) '$(DESTDIR)$(man3dir)' '$(DESTDIR)$(man1dir)'
