@@ -137,7 +137,8 @@ class StorageWriter:
     of the same sizes) makes the constructor collective, opens the handle
     and starts faulting this rank's share in, in the background, while
     the program goes on (loom_ckpt_reserve); reserve() does the same
-    later, with the share in bytes.
+    later, with the share in bytes. The staging (this rank's share) is held
+    until close().
     """
 
     def __init__(self, path: Optional[str] = None, step: Optional[int] = None,
