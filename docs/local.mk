@@ -2,7 +2,7 @@
 EXTRA_DIST += docs/admin.md docs/environment.md docs/security.md docs/flight-format.md docs/scale.md docs/algorithms.md \
 	docs/fault-tolerance.md
 EXTRA_DIST += docs/performance/README.md docs/performance/2026-12-06-full-run.md docs/performance/method-checks.md \
-	docs/performance/2026-12-03-container-build.md
+	docs/performance/2026-12-03-container-build.md docs/performance/2026-12-06-dcp-bench.md
 dist_man_MANS = docs/man/loom.3 docs/man/loom_dp.3 docs/man/loom_ckpt.3 docs/man/loom.8 docs/man/loom-python.7 \
 	docs/man/loom-bench.1 docs/man/loom-ckpt-bench.1 docs/man/loom-examples.1 \
 	docs/man/loom-doctor.1
@@ -23,7 +23,7 @@ LOOM_DP_MAN3_LINKS = loom_dp_create loom_dp_add loom_dp_ready loom_dp_poll \
 LOOM_CKPT_MAN3_LINKS = loom_ckpt_open loom_ckpt_tensor loom_ckpt_should_stop \
 	loom_ckpt_save loom_ckpt_restore loom_ckpt_load loom_ckpt_latest \
 	loom_ckpt_resume_step loom_ckpt_close loom_ckpt_request_requeue \
-	loom_ckpt_set_async loom_ckpt_wait
+	loom_ckpt_set_async loom_ckpt_wait loom_ckpt_reserve loom_ckpt_clear
 
 install-data-hook:
 	$(MKDIR_P) '$(DESTDIR)$(man3dir)' '$(DESTDIR)$(man1dir)'

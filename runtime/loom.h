@@ -358,8 +358,9 @@ int loom_dp_free(loom_dp_t *dp);
  *   loom_ckpt_close(ck);
  *
  * Calls taking ck are collective over its communicator (all ranks, same
- * order) except loom_ckpt_tensor, loom_ckpt_set_keep, loom_ckpt_set_mode,
- * loom_ckpt_set_async, loom_ckpt_stats and loom_ckpt_dir. Every rank gets the same status.
+ * order) except loom_ckpt_tensor, loom_ckpt_clear, loom_ckpt_set_keep,
+ * loom_ckpt_set_mode, loom_ckpt_set_async, loom_ckpt_reserve,
+ * loom_ckpt_stats and loom_ckpt_dir. Every rank gets the same status.
  *
  * Tensors are row-major; a rank registers its shard(s) of a tensor as
  * hyper-rectangles (offset and extent per dimension within global_shape)
@@ -411,6 +412,13 @@ int loom_ckpt_set_mode(loom_ckpt_t *ck, loom_ckpt_mode_t mode);
 int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int ndim,
 		     const size_t *global_shape, const size_t *offset, const size_t *extent,
 		     void *data);
+/* Forget every registered tensor, keeping the handle's settings, its
+ * async staging memory and background writer: the next registrations
+ * make a new table (other buffers, shapes or tensors), saved or loaded
+ * without reopening, so the staging is not faulted in again. Not
+ * collective (every rank clears before registering again). A save in
+ * flight is unaffected: it saves its staging copy. */
+int loom_ckpt_clear(loom_ckpt_t *ck);
 /* *stop = 1 on every rank when any rank has received a stop signal by
  * the time it called this for step; 0 on every rank otherwise. All ranks
  * must pass the same step (else LOOM_ERR_MISMATCH). One 24-byte
@@ -431,6 +439,17 @@ int loom_ckpt_save(loom_ckpt_t *ck, long long step);
  * renamed. Default: LOOM_CKPT_ASYNC=1 turns it on. A save after a stop
  * signal is always blocking. */
 int loom_ckpt_set_async(loom_ckpt_t *ck, int on);
+/* Not collective. Prepare staging memory for async saves of a state of
+ * `bytes` bytes on this rank: a thread maps and faults it in now, while
+ * the caller works, for a program that registers its state only at the
+ * save (torch's DCP writer; loom_ckpt_set_async and loom_ckpt_tensor
+ * prepare for what is registered already). The first async save waits
+ * for that thread (never longer than faulting the pages in during its
+ * copy) and takes the buffer when it is large enough. Nothing when the
+ * handle holds as much already, bytes exceed LOOM_CKPT_STAGING_MB or the
+ * communicator is not on the native backend. The memory stays with the
+ * handle until loom_ckpt_close. */
+int loom_ckpt_reserve(loom_ckpt_t *ck, size_t bytes);
 /* Wait until the save in flight is committed (or failed); its status on
  * every rank (LOOM_SUCCESS when none is in flight). load, latest,
  * restore, resume_step, close, and should_stop when *stop becomes 1,

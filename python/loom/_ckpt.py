@@ -120,6 +120,25 @@ class Checkpoint(Closing):
         check(lib.loom_ckpt_set_async(self._handle("set_async"), 1 if on else 0),
               "loom_ckpt_set_async")
 
+    def reserve(self, nbytes: int) -> None:
+        """Prepare staging memory for async saves of `nbytes` bytes of this
+        rank's state: a thread faults it in now, while the caller works,
+        so that the first async save blocks only for its copy (for a state
+        registered only at the save). Not collective."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+            raise wrong_type("reserve: nbytes=%r is not an integer" % (nbytes,))
+        if nbytes < 0:
+            raise invalid("reserve: nbytes=%r: a non-negative integer" % (nbytes,))
+        check(lib.loom_ckpt_reserve(self._handle("reserve"), nbytes), "loom_ckpt_reserve")
+
+    def clear(self) -> None:
+        """Forget every registered tensor (the buffers are released), keeping
+        the settings, the staging memory and the background writer: register
+        a new state and save again without reopening. A save in flight is
+        unaffected. Not collective (every rank clears)."""
+        check(lib.loom_ckpt_clear(self._handle("clear")), "loom_ckpt_clear")
+        self._buffers = []
+
     def wait(self) -> None:
         """Wait for the save in flight to be committed; its failure raises."""
         check(lib.loom_ckpt_wait(self._handle("wait")), "loom_ckpt_wait")

@@ -92,6 +92,29 @@ def _dtype_of(name: str) -> Any:
     return getattr(torch, name.split(".", 1)[1])
 
 
+def _share_bytes(state_dict: Any, rank: int) -> int:
+    """The bytes of state_dict's tensors this rank saves: its local shards
+    of sharded (and DTensor) tensors, and every plain tensor on rank 0
+    (the coordinator, which DCP's default planner has save them)."""
+    import torch
+    n = 0
+    todo = [state_dict]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            todo.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            todo.extend(v)
+        elif hasattr(v, "local_shards"):
+            n += sum(sh.tensor.numel() * sh.tensor.element_size() for sh in v.local_shards())
+        elif hasattr(v, "to_local"):
+            t = v.to_local()
+            n += t.numel() * t.element_size()
+        elif isinstance(v, torch.Tensor) and rank == 0:
+            n += v.numel() * v.element_size()
+    return n
+
+
 class StorageWriter:
     """DCP StorageWriter on libloom's checkpoint (see the module):
 
@@ -105,10 +128,22 @@ class StorageWriter:
     (loom_ckpt_set_async), and the step becomes `latest` only once it is
     durable; the next save or close() waits for it. keep: committed steps
     kept (default 2). world: the loom.World of the ranks (collective).
+
+    One libloom checkpoint handle serves every save of a writer (its
+    tensors registered afresh at each save, loom_ckpt_clear), so an async
+    save copies into staging memory faulted in once, not at every save.
+    The first async save would still fault it in during its copy, unless
+    the writer knows the state beforehand: state_dict (the state, or one
+    of the same sizes) makes the constructor collective, opens the handle
+    and starts faulting this rank's share in, in the background, while
+    the program goes on (loom_ckpt_reserve); reserve() does the same
+    later, with the share in bytes. The staging (this rank's share) is held
+    until close().
     """
 
     def __init__(self, path: Optional[str] = None, step: Optional[int] = None,
-                 async_save: bool = False, keep: int = 2, world: Optional[World] = None) -> None:
+                 async_save: bool = False, keep: int = 2, world: Optional[World] = None,
+                 state_dict: Any = None) -> None:
         if path is None:
             if not os.environ.get("LOOM_CKPT_DIR"):
                 raise invalid("StorageWriter: no path and LOOM_CKPT_DIR is unset")
@@ -119,10 +154,23 @@ class StorageWriter:
         self.keep = keep
         self._world_arg = world
         self.world: Optional[World] = None
-        self._ck: Optional[Checkpoint] = None     # the save in flight (async)
-        self._keep_alive: List[Any] = []
+        self._ck: Optional[Checkpoint] = None     # the handle, open from the first save
         self.is_coordinator = False
         self.saved: Optional[int] = None          # the step of the last save
+        if state_dict is not None:
+            self._open()
+            assert self.world is not None
+            self.reserve(_share_bytes(state_dict, self.world.rank))
+
+    def reserve(self, nbytes: int) -> None:
+        """With async_save: fault in staging memory for a share of nbytes
+        bytes (this rank's tensors) now, in the background, so that the
+        first async save blocks only for its copy. Collective the first
+        time (it opens the handle); nothing without async_save."""
+        ck = self._open()
+        if self.async_save:
+            # with room for DCP's metadata and the non-tensor values
+            ck.reserve(int(nbytes) + max(1 << 20, int(nbytes) // 64))
 
     # torch 2.x names
     def reset(self, checkpoint_id: Any = None) -> None:
@@ -133,11 +181,25 @@ class StorageWriter:
 
     def init(self, is_coordinator: bool) -> None:
         self.is_coordinator = is_coordinator
+        self._open()
+
+    def _open(self) -> Checkpoint:
+        """The writer's handle (collective when it is opened)."""
         if self.world is None:
             self.world = _world(self._world_arg)
             if self.world.rank == 0:
                 os.makedirs(self.path, exist_ok=True)
             self.world.barrier()
+        if self._ck is None:
+            ck = Checkpoint(self.world, self.path)
+            try:
+                ck.set_keep(self.keep)
+                ck.set_async(self.async_save)
+            except BaseException:
+                ck.close()
+                raise
+            self._ck = ck
+        return self._ck
 
     def prepare_local_plan(self, plan: Any) -> Any:
         return plan
@@ -201,75 +263,74 @@ class StorageWriter:
             if fqn in blobs:
                 lens[i] = len(blobs[fqn])
         world.allreduce(lens, op="sum")
-        self._finish_previous()
-        ck = Checkpoint(world, self.path)
-        keep: List[Any] = []
+        ck = self._open()
         try:
-            ck.set_keep(self.keep)
-            head = numpy.array([info["meta_len"], len(names)], dtype=numpy.int64)
-            if info["meta"] is not None:
-                meta = numpy.frombuffer(bytearray(info["meta"]), dtype=numpy.int8)
-                ck.tensor("head", head)
-                ck.tensor("meta", meta)
-                ck.tensor("blob_lens", lens)
-                keep += [head, meta, lens]
-            else:
-                ck.declare("head", "int64", [2])
-                ck.declare("meta", "int8", [info["meta_len"]])
-                ck.declare("blob_lens", "int64", [len(lens)])
-            for fqn, (lname, _dt, size, itemsize) in table["tensors"].items():
-                gshape = list(size) + [itemsize]
-                if len(gshape) > 8:
-                    raise invalid("StorageWriter: %s has %d dimensions; at most 7" %
-                                  (fqn, len(size)))
-                blocks = mine.get(fqn, [])
-                if not blocks:
-                    ck.declare(lname, "int8", gshape)
-                for offsets, b in blocks:
-                    ck.tensor(lname, b, global_shape=gshape, offset=list(offsets) + [0])
-                    keep.append(b)
-            for i, fqn in enumerate(names):
-                lname = table["blobs"][fqn][0]
-                if fqn in blobs and len(blobs[fqn]):
-                    ck.tensor(lname, blobs[fqn])
-                    keep.append(blobs[fqn])
-                else:
-                    ck.declare(lname, "int8", [max(1, int(lens[i]))])
+            ck.clear()
+            self._register(ck, info, names, mine, blobs, lens)
             step = self.step
             if step is None:
                 last = ck.latest()
                 step = 0 if last is None else last + 1
-            ck.set_async(self.async_save)
             ck.save(step)
         except BaseException:
+            self._ck = None
             ck.close()
             raise
+        ck.clear()  # the state's buffers are not kept (an async save has its copy)
         self.saved = step
         self.step = step + 1
-        if self.async_save:
-            self._ck, self._keep_alive = ck, keep
-        else:
-            ck.close()
         fut: Any = Future()
         fut.set_result(results)
         return fut
 
+    @staticmethod
+    def _register(ck: Checkpoint, info: Dict[str, Any], names: List[str],
+                  mine: Dict[str, List[Tuple[Any, Any]]], blobs: Dict[str, Any],
+                  lens: Any) -> None:
+        """Every rank's table in the same order: head, meta, blob_lens (the
+        coordinator's), then the tensors and the blobs."""
+        import numpy
+        table = info["table"]
+        head = numpy.array([info["meta_len"], len(names)], dtype=numpy.int64)
+        if info["meta"] is not None:
+            ck.tensor("head", head)
+            ck.tensor("meta", numpy.frombuffer(bytearray(info["meta"]), dtype=numpy.int8))
+            ck.tensor("blob_lens", lens)
+        else:
+            ck.declare("head", "int64", [2])
+            ck.declare("meta", "int8", [info["meta_len"]])
+            ck.declare("blob_lens", "int64", [len(lens)])
+        for fqn, (lname, _dt, size, itemsize) in table["tensors"].items():
+            gshape = list(size) + [itemsize]
+            if len(gshape) > 8:
+                raise invalid("StorageWriter: %s has %d dimensions; at most 7" %
+                              (fqn, len(size)))
+            blocks = mine.get(fqn, [])
+            if not blocks:
+                ck.declare(lname, "int8", gshape)
+            for offsets, b in blocks:
+                ck.tensor(lname, b, global_shape=gshape, offset=list(offsets) + [0])
+        for i, fqn in enumerate(names):
+            lname = table["blobs"][fqn][0]
+            if fqn in blobs and len(blobs[fqn]):
+                ck.tensor(lname, blobs[fqn])
+            else:
+                ck.declare(lname, "int8", [max(1, int(lens[i]))])
+
     def finish(self, metadata: Any, results: Any) -> None:
         pass
 
-    def _finish_previous(self) -> None:
-        if self._ck is not None:
-            ck, self._ck = self._ck, None
-            self._keep_alive = []
-            ck.close()
-
     def wait(self) -> None:
         """Wait until the async save in flight is durable (collective)."""
-        self._finish_previous()
+        if self._ck is not None:
+            self._ck.wait()
 
     def close(self) -> None:
-        """wait(), then free the world this writer made (collective)."""
-        self._finish_previous()
+        """wait(), then free the handle and the world this writer made
+        (collective)."""
+        if self._ck is not None:
+            ck, self._ck = self._ck, None
+            ck.close()
         if self.world is not None and self._world_arg is None:
             self.world.close()
         self.world = None

@@ -66,6 +66,8 @@ _PROTOS = {
     "loom_ckpt_set_keep": (_c.c_int, [_P, _c.c_int]),
     "loom_ckpt_set_async": (_c.c_int, [_P, _c.c_int]),
     "loom_ckpt_wait": (_c.c_int, [_P]),
+    "loom_ckpt_reserve": (_c.c_int, [_P, _S]),
+    "loom_ckpt_clear": (_c.c_int, [_P]),
     "loom_ckpt_latest": (_c.c_int, [_P, _c.POINTER(_c.c_longlong)]),
     "loom_ckpt_load": (_c.c_int, [_P, _c.c_longlong]),
     "loom_ckpt_close": (_c.c_int, [_P]),

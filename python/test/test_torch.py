@@ -191,6 +191,46 @@ def t_dcp_round_trip():
         world.close()
 
 
+@test
+def t_dcp_writer_reused():
+    """StorageWriter: one handle for saves whose tables differ, staging reserved from state_dict"""
+    if torch is None:
+        return "skip torch is not installed"
+    D = loom.torch.dcp()
+    d = os.path.join(TMP, "dcp-reused")
+    world = loom.init()
+    try:
+        def sd(k):
+            out = {"a": torch.arange(6, dtype=torch.float32) + k, "x%d" % k: torch.full((k + 1,), k)}
+            if k == 2:
+                out["big"] = torch.ones(1000, dtype=torch.float64) * k
+            return out
+        w = loom.torch.StorageWriter(d, async_save=True, world=world, state_dict=sd(0))
+        ck = w._ck
+        assert ck is not None, "state_dict= opens the handle at construction"
+        for bad, exc in (("1", TypeError), (True, TypeError), (-1, ValueError)):
+            try:
+                ck.reserve(bad)
+                raise AssertionError("reserve(%r) did not raise" % (bad,))
+            except exc:
+                pass
+        for k in range(3):
+            D.save_state_dict(sd(k), w, no_dist=True)
+            assert w._ck is ck, "save %d reopened the handle" % k
+        w.wait()
+        assert open(os.path.join(d, "latest")).read() == "step-2\n"
+        w.close()
+        for k in (1, 2):
+            want = sd(k)
+            got = {n: torch.zeros_like(v) for n, v in want.items()}
+            r = loom.torch.StorageReader(d, step=k, world=world)
+            D.load_state_dict(got, r, no_dist=True)
+            for n in want:
+                assert torch.equal(got[n], want[n]), (k, n, got[n], want[n])
+    finally:
+        world.close()
+
+
 def main():
     rc = pytap.run(TESTS)
     subprocess.run(["rm", "-rf", TMP])

@@ -1,8 +1,8 @@
 /* runtime/ckpt/ckpt_api.c: the public entry points that choose where a
  * save or load goes: the node cache or the shared directory, blocking or
  * in the background (ckpt_async.c); finding the step to load (latest,
- * restore: the newest usable one, resume_step); the async switch and
- * wait. The top of checkpoint/restart: nothing else here calls it. */
+ * restore: the newest usable one, resume_step); the async switch, the
+ * staging reserve and wait. The top of checkpoint/restart: nothing else here calls it. */
 #include "config.h"
 #include "util/util.h"
 #include "ckpt/ckpt_internal.h"
@@ -226,6 +226,14 @@ int loom_ckpt_set_async(loom_ckpt_t *ck, int on)
 		return LOOM_ERR_INVALID;
 	ck->async = on;
 	loom_ck_bg_prepare(ck); /* the first save then finds its staging faulted in */
+	return LOOM_SUCCESS;
+}
+
+int loom_ckpt_reserve(loom_ckpt_t *ck, size_t bytes)
+{
+	if (!ck)
+		return LOOM_ERR_INVALID;
+	loom_ck_bg_reserve(ck, bytes); /* nothing when already held or over the limit */
 	return LOOM_SUCCESS;
 }
 

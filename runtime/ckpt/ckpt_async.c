@@ -11,9 +11,12 @@
  * would block several times longer than the next ones. The staging is
  * mapped populated, and prepared ahead: when async is turned on, and at
  * each registration while it is on, a thread maps and populates a buffer
- * the size of this rank's state while the caller works; the first save
- * waits for that thread (never longer than faulting the pages in itself)
- * and takes the buffer. */
+ * the size of this rank's state while the caller works, or of the bytes
+ * the program announced (loom_ckpt_reserve: a state registered only at
+ * the save, as torch's DCP does); the first save waits for that thread
+ * (never longer than faulting the pages in itself) and takes the buffer.
+ * The staging, the prepared buffer and the duplicated communicator live
+ * as long as the handle: loom_ckpt_clear keeps them for the next state. */
 #include "config.h"
 #include "util/util.h"
 #include "ckpt/ckpt_internal.h"
@@ -195,15 +198,15 @@ static int stage_take(struct ck_bg *bg, size_t mine)
 	return 0;
 }
 
-void loom_ck_bg_prepare(loom_ckpt_t *ck)
+/* start pre_th on a buffer of MINE bytes, unless one that large is held
+ * or being made, or it exceeds the staging limit */
+static void prepare_bytes(loom_ckpt_t *ck, size_t mine)
 {
 	struct ck_bg *bg = ck->bg;
 	const char *be = loom_comm_backend(ck->comm);
-	size_t mine;
-	if (!bg || !ck->async || !be || strcmp(be, "native") ||
+	if (!bg || !be || strcmp(be, "native") ||
 	    (bg->pre_running && !__atomic_load_n(&bg->pre_done, __ATOMIC_ACQUIRE)))
 		return;         /* one at a time: the save maps what is missing */
-	mine = local_bytes(ck);
 	if (mine <= bg->stage_cap || mine <= bg->pre_cap || mine > staging_limit())
 		return;
 	pre_drop(bg);   /* too small now: the state grew */
@@ -213,6 +216,17 @@ void loom_ck_bg_prepare(loom_ckpt_t *ck)
 		bg->pre_running = 1;
 	else
 		bg->pre_cap = 0;        /* the first save maps it */
+}
+
+void loom_ck_bg_prepare(loom_ckpt_t *ck)
+{
+	if (ck->async)
+		prepare_bytes(ck, local_bytes(ck));
+}
+
+void loom_ck_bg_reserve(loom_ckpt_t *ck, size_t bytes)
+{
+	prepare_bytes(ck, bytes);
 }
 
 /* 1 where async cannot run at all (said once): the MPI and NCCL backends

@@ -137,6 +137,16 @@ int loom_ckpt_close(loom_ckpt_t *ck)
 	return rc;
 }
 
+int loom_ckpt_clear(loom_ckpt_t *ck)
+{
+	if (!ck)
+		return LOOM_ERR_INVALID;
+	for (int i = 0; i < ck->nt; i++)
+		free(ck->t[i].b);
+	ck->nt = 0; /* the table's array stays, for the next registrations */
+	return LOOM_SUCCESS;
+}
+
 int loom_ckpt_tensor(loom_ckpt_t *ck, const char *name, loom_dtype_t dtype, int ndim,
 		     const size_t *shape, const size_t *offset, const size_t *extent, void *data)
 {

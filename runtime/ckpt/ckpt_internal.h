@@ -172,6 +172,8 @@ int loom_ck_bg_new(loom_ckpt_t *ck);
  * staging memory in a thread of its own, for the next save to take
  * (nothing when it has enough, or the state exceeds LOOM_CKPT_STAGING_MB) */
 void loom_ck_bg_prepare(loom_ckpt_t *ck);
+/* Not collective. The same for a state of BYTES (async on or not) */
+void loom_ck_bg_reserve(loom_ckpt_t *ck, size_t bytes);
 /* settle, then free the staging memory and the duplicated communicator */
 int loom_ck_bg_free(loom_ckpt_t *ck);
 

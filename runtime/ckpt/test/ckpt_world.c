@@ -1,7 +1,8 @@
 /* unit test: checkpoint/restart on a world of size 1: commit layout,
  * manifest, keep/prune, corruption and partial checkpoints detected with
  * fallback, resharding between block layouts, both write modes, stop
- * signals (chained to the program's handler), the node cache tier,
+ * signals (chained to the program's handler), async saves of a handle
+ * whose tensors are cleared and registered again, the node cache tier,
  * restart detection. */
 #include "config.h"
 #include "loom.h"
@@ -581,6 +582,60 @@ static void t_async(void)
 	loom_ckpt_close(ck);
 }
 
+/* clear and reserve: one async handle saves a state registered afresh
+ * for each save (other buffers, then one more tensor), as the DCP
+ * writer does, with staging reserved before anything is registered */
+static int register_extra(loom_ckpt_t *ck, int64_t *extra)
+{
+	size_t sh[1] = { 5 }, off[1] = { 0 };
+	return register_whole(ck) ||
+	       loom_ckpt_tensor(ck, "extra", LOOM_INT64, 1, sh, off, sh, extra);
+}
+
+static void t_clear(void)
+{
+	char dir[400];
+	loom_ckpt_t *ck;
+	long long step = -1;
+	int64_t extra[5] = { 1, 2, 3, 4, 5 }, got[5] = { 0 };
+	snprintf(dir, sizeof dir, "%s/ck-clear", base);
+	mkdir(dir, 0755);
+	is_int(loom_ckpt_clear(NULL), LOOM_ERR_INVALID, "clear(NULL) is INVALID");
+	is_int(loom_ckpt_reserve(NULL, 1), LOOM_ERR_INVALID, "reserve(NULL) is INVALID");
+	is_int(loom_ckpt_open(w, dir, &ck), LOOM_SUCCESS, "clear: open");
+	is_int(loom_ckpt_reserve(ck, sizeof A + sizeof counter + sizeof extra), LOOM_SUCCESS,
+	       "clear: reserve staging before any registration");
+	is_int(loom_ckpt_set_async(ck, 1), LOOM_SUCCESS, "clear: async on");
+	is_int(loom_ckpt_clear(ck), LOOM_SUCCESS, "clear: with nothing registered");
+	ok(register_cyclic(ck) == 0, "clear: first state registered in blocks");
+	fill(1);
+	A_to_cyclic();
+	is_int(loom_ckpt_save(ck, 10), LOOM_SUCCESS, "clear: async save 10 returns");
+	is_int(loom_ckpt_clear(ck), LOOM_SUCCESS, "clear: while save 10 is in flight");
+	free_cyclic(); /* its buffers gone: save 10 holds its staging copy */
+	ok(register_extra(ck, extra) == 0, "clear: a new table, one tensor more, registered");
+	fill(2);
+	is_int(loom_ckpt_save(ck, 20), LOOM_SUCCESS, "clear: save 20 (waits for 10) returns");
+	fill(3);
+	extra[0] = -1;
+	is_int(loom_ckpt_wait(ck), LOOM_SUCCESS, "clear: wait: committed");
+	is_int(loom_ckpt_latest(ck, &step), LOOM_SUCCESS, "clear: latest found");
+	is_int(step, 20, "clear: latest is step 20");
+	loom_ckpt_clear(ck);
+	register_whole(ck);
+	is_int(loom_ckpt_load(ck, 10), LOOM_SUCCESS, "clear: step 10 loads into the whole layout");
+	ok(check(1), "clear: step 10 holds the values of the blocks freed after its save");
+	loom_ckpt_clear(ck);
+	register_extra(ck, got);
+	is_int(loom_ckpt_load(ck, 20), LOOM_SUCCESS, "clear: step 20 loads with its extra tensor");
+	ok(check(2) && got[0] == 1 && got[4] == 5, "clear: step 20 holds the values at its call");
+	setenv("LOOM_CKPT_STAGING_MB", "1", 1);
+	is_int(loom_ckpt_reserve(ck, (size_t)4 << 20), LOOM_SUCCESS,
+	       "clear: reserve over LOOM_CKPT_STAGING_MB does nothing, successfully");
+	unsetenv("LOOM_CKPT_STAGING_MB");
+	is_int(loom_ckpt_close(ck), LOOM_SUCCESS, "clear: close");
+}
+
 /* the node cache on one node: %n/%j expanded, no partner (one node),
  * every 2nd save flushed, restore from the cache when it is newer, a
  * damaged or hostile cached step skipped with a warning */
@@ -723,6 +778,7 @@ int main(void)
 	t_signals();
 	t_holes();
 	t_async();
+	t_clear();
 	t_cache();
 	t_restart();
 	loom_finalize(w);
