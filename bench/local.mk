@@ -13,6 +13,8 @@ endif
 EXTRA_DIST += bench/README.md bench/compare bench/compare-report.py bench/gloo-bench.py
 EXTRA_DIST += bench/dcp-bench.py
 EXTRA_DIST += bench/ddp-step.py
+# a lost node: heal in place beside the requeue path (t/t5009)
+EXTRA_DIST += bench/recovery
 # how fast two CPUs hand cache lines over (runtime/coll/near.c); not installed
 noinst_PROGRAMS += bench/handoff
 bench_handoff_SOURCES = bench/handoff.c

@@ -49,7 +49,11 @@ struct cfg {
 	int heal, micro;        /* --heal: survive lost ranks; micro-batches a step */
 	int kill_at;            /* --kill-at STEP:RANKS (tests): those ranks die */
 	char kill_ranks[64];
+	int timing;             /* --timing: "timing:" lines of the heal's phases */
 };
+
+/* the wall clock when main began (--timing's exec event) */
+static double t_exec;
 
 /* parameters (or gradients) of the MLP, one array each, forward order */
 enum { W1, B1, W2, B2, W3, B3, NPARAM };
@@ -260,6 +264,9 @@ static void usage(void)
 	       "  --micro N        --heal: micro-batches a step, shared out over the ranks\n"
 	       "                   (default 16; divides --batch; at most 16 ranks)\n"
 	       "  --kill-at S:R,.. tests: ranks R,.. kill themselves (SIGKILL) at step S\n"
+	       "  --timing         --heal: every rank prints 'timing: rank R EVENT step S at T'\n"
+	       "                   (T: wall clock, s) at exec, init, kill, detect, shrunk,\n"
+	       "                   restored, first-step (after a start or a heal), stop-saved\n"
 	       "  --help           this text\n\n"
 	       "Prints PASS and exits 0 when the check holds, FAIL and exits 1 otherwise.\n"
 	       "Example: srun --mpi=pmix -N2 -n4 %s --ordered\n",
@@ -278,7 +285,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "ckpt", required_argument, 0, 'C' },    { "ckpt-every", required_argument, 0, 'E' },
 		{ "step-ms", required_argument, 0, 'M' },
 		{ "heal", no_argument, 0, 'R' },          { "micro", required_argument, 0, 'm' },
-		{ "kill-at", required_argument, 0, 'K' },
+		{ "kill-at", required_argument, 0, 'K' }, { "timing", no_argument, 0, 'T' },
 		{ 0, 0, 0, 0 }
 	};
 	int o;
@@ -310,6 +317,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		case 'E': c->ckpt_every = (int)ex_parse_long("--ckpt-every", optarg, 0, 1000000); break;
 		case 'M': c->step_ms = (int)ex_parse_long("--step-ms", optarg, 0, 60000); break;
 		case 'R': c->heal = c->ordered = 1; break;
+		case 'T': c->timing = 1; break;
 		case 'm': c->micro = (int)ex_parse_long("--micro", optarg, 1, 4096); break;
 		case 'K':
 			if (sscanf(optarg, "%d:%63s", &c->kill_at, c->kill_ranks) != 2 || c->kill_at < 0)
@@ -479,7 +487,24 @@ struct heal {
 	float *loss_curve, *mloss;
 	int rank, n, mb, heals;
 	int first0;             /* the step this process started at */
+	int wrank;              /* the rank in the first world (--timing) */
+	int fresh;              /* --timing: no step done since the last attach */
 };
+
+/* --timing: one line of an event of this rank, on the wall clock (the
+ * ranks of the test cluster share one host's clock) */
+static void heal_mark(const struct heal *h, const char *what, int step, double at)
+{
+	struct timespec ts;
+	if (!h->c->timing)
+		return;
+	if (at <= 0) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		at = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	}
+	printf("%s: timing: rank %d %s step %d at %.6f\n", ex_prog, h->wrank, what, step, at);
+	fflush(stdout);
+}
 
 /* g rounded to 20 significant bits (nearest, ties to even), -0 as +0 */
 static float heal_quant(float g)
@@ -521,6 +546,8 @@ static int heal_attach(struct heal *h)
 		ex_check(loom_ckpt_open(ex_world, h->c->ckpt_dir, &h->ck), "loom_ckpt_open");
 		first = ckpt_setup(h->ck, h->c, &h->P, h->rank, h->n);
 	}
+	heal_mark(h, "restored", first, 0);
+	h->fresh = 1;
 	return first;
 }
 
@@ -570,12 +597,14 @@ static int heal_recover(struct heal *h, int t, int why)
 	char list[400] = "";
 	const char *cache = getenv("LOOM_CKPT_CACHE");
 	double t0 = ex_now();
+	heal_mark(h, "detect", t + 1, 0);
 	loom_comm_revoke(ex_world);
 	if ((rc = loom_comm_shrink(ex_world, &s)) != LOOM_SUCCESS) {
 		fprintf(stderr, "%s: rank %d: loom_comm_shrink after %s at step %d: %s\n", ex_prog,
 			h->rank, loom_strerror(why), t + 1, loom_strerror(rc));
 		exit(1);
 	}
+	heal_mark(h, "shrunk", t + 1, 0);
 	loom_comm_failed(ex_world, failed, 64, &nf);
 	for (int k = 0; k < nf && k < 64; k++)
 		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? "," : "", failed[k]);
@@ -610,6 +639,7 @@ static void heal_maybe_die(const struct heal *h, int t)
 		if (atoi(tok) == h->rank) {
 			fprintf(stderr, "%s: rank %d: --kill-at: SIGKILL at step %d\n", ex_prog, h->rank,
 				t + 1);
+			heal_mark(h, "kill", t + 1, 0);
 			raise(SIGKILL);
 		}
 }
@@ -659,6 +689,46 @@ static int heal_check(struct heal *h)
 	return same;
 }
 
+/* the training loop from step t: heals on a lost rank; 1 when a stop
+ * signal ended it (its checkpoint committed), 0 at the last step */
+static int heal_loop(struct heal *h, int t)
+{
+	const struct cfg *c = h->c;
+	while (t < c->steps) {
+		int rc, stop = 0;
+		heal_maybe_die(h, t);
+		rc = heal_step(h, t);
+		if (rc == LOOM_SUCCESS && h->fresh) {
+			heal_mark(h, "first-step", t + 1, 0);
+			h->fresh = 0;
+		}
+		if (rc == LOOM_SUCCESS && h->ck)
+			rc = loom_ckpt_should_stop(h->ck, t + 1, &stop);
+		if (rc == LOOM_SUCCESS && h->ck &&
+		    (stop || (c->ckpt_every && (t + 1) % c->ckpt_every == 0)))
+			rc = loom_ckpt_save(h->ck, t + 1);
+		if (rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_REVOKED) {
+			t = heal_recover(h, t, rc);
+			continue;
+		}
+		ex_check(rc, "step");
+		if (stop) {
+			heal_mark(h, "stop-saved", t + 1, 0);
+			ex_say("stop signal: checkpoint of step %d committed in %s; exiting "
+			       "(a requeued job resumes from it)", t + 1, loom_ckpt_dir(h->ck));
+			return 1;
+		}
+		if (c->log_every && ((t + 1) % c->log_every == 0 || t + 1 == c->steps))
+			ex_say("step %d/%d loss %.6f (%d ranks)", t + 1, c->steps, h->loss_curve[t], h->n);
+		if (c->step_ms) {
+			struct timespec ts = { c->step_ms / 1000, (long)(c->step_ms % 1000) * 1000000L };
+			nanosleep(&ts, NULL);
+		}
+		t++;
+	}
+	return 0;
+}
+
 static int heal_main(struct cfg *c)
 {
 	struct heal h;
@@ -669,6 +739,9 @@ static int heal_main(struct cfg *c)
 	h.D = &D;
 	h.world0 = ex_world;
 	h.n = loom_comm_size(ex_world);
+	h.wrank = loom_comm_rank(ex_world);
+	heal_mark(&h, "exec", 0, t_exec);
+	heal_mark(&h, "init", 0, 0);
 	if (h.n > 16 || h.n > c->micro) {
 		if (loom_comm_rank(ex_world) == 0)
 			fprintf(stderr, "%s: --heal: %d ranks: at most 16 and at most --micro %d\n",
@@ -707,24 +780,14 @@ static int heal_main(struct cfg *c)
 	ex_say("--heal: %d ranks, global batch %d in %d micro-batches of %d, MLP %d-%d-%d-1, "
 	       "checkpoint %s every %d steps", h.n, c->batch, c->micro, h.mb, c->in, c->hidden,
 	       c->hidden, c->ckpt_dir && *c->ckpt_dir ? c->ckpt_dir : "(none)", c->ckpt_every);
-	while (t < c->steps) {
-		int rc;
-		heal_maybe_die(&h, t);
-		rc = heal_step(&h, t);
-		if (rc == LOOM_SUCCESS && h.ck && c->ckpt_every && (t + 1) % c->ckpt_every == 0)
-			rc = loom_ckpt_save(h.ck, t + 1);
-		if (rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_REVOKED) {
-			t = heal_recover(&h, t, rc);
-			continue;
-		}
-		ex_check(rc, "step");
-		if (c->log_every && ((t + 1) % c->log_every == 0 || t + 1 == c->steps))
-			ex_say("step %d/%d loss %.6f (%d ranks)", t + 1, c->steps, h.loss_curve[t], h.n);
-		if (c->step_ms) {
-			struct timespec ts = { c->step_ms / 1000, (long)(c->step_ms % 1000) * 1000000L };
-			nanosleep(&ts, NULL);
-		}
-		t++;
+	if (heal_loop(&h, t)) {
+		/* a stop signal: the checkpoint is committed, the requeue asked */
+		loom_ckpt_close(h.ck);
+		loom_dp_free(h.dp);
+		if (ex_world != h.world0)
+			loom_comm_free(ex_world);
+		loom_finalize(h.world0);
+		return 0;
 	}
 	if (h.rank == 0)
 		pass = heal_check(&h);
@@ -754,6 +817,11 @@ int main(int argc, char **argv)
 	int first = 0, stopped = 0, ran;
 
 	ex_prog = "loom-dp-train";
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		t_exec = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	}
 	parse(argc, argv, &c);
 	ex_init(ex_prog);
 	if (c.heal)

@@ -34,5 +34,5 @@ dist_example_DATA = examples/dp_train.sbatch examples/mesh.sbatch \
 # their tests, on the live cluster
 dist_check_SCRIPTS += t/t5001-dp-train.t t/t5002-mesh.t t/t5003-tp-linear.t \
 	t/t5004-pipeline.t t/t5005-matmul-io.t t/t5006-sbatch.t \
-	t/t5007-hello.t t/t5008-dp-heal.t
+	t/t5007-hello.t t/t5008-dp-heal.t t/t5009-recovery-bench.t
 dist_example_DATA += examples/torch_ddp_loom.py examples/torch_ddp_loom.sbatch

@@ -54,6 +54,6 @@ test_expect_success '6 ranks / 3 nodes: the middle node killed, 4 finish bit-ide
 test_expect_success 'with LOOM_CKPT_CACHE: the survivors restore from the node caches' '
 	LOOM_CKPT_CACHE="$TEST_TMP/cache-%n" && export LOOM_CKPT_CACHE &&
 	heal_run cached 4,5 &&
-	grep -q "node caches" $TEST_TMP/cached.out
+	grep -q "ckpt: restored step-[0-9]* from the node caches" $TEST_TMP/cached.out
 '
 test_done

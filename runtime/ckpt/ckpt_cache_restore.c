@@ -181,13 +181,57 @@ static int cmp_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* the entry of leader r that holds [a, b) of step s (own copies first),
+ * NULL when r holds none */
+static const int64_t *holds(const census_t *c, int r, long long s, int64_t a, int64_t b)
+{
+	const int64_t *best = NULL;
+	for (int64_t i = 0; i < c->per; i++) {
+		const int64_t *e = c->e + ((size_t)r * (size_t)c->per + (size_t)i) * EW;
+		if (e[E_STEP] == s && e[E_LO] <= a && b <= e[E_HI] &&
+		    (!best || (e[E_KIND] == KIND_OWN && best[E_KIND] != KIND_OWN)))
+			best = e;
+	}
+	return best;
+}
+
+/* how far from a leader r's ranges of step s reach without a gap */
+static int64_t reach(const census_t *c, int r, long long s, int64_t a)
+{
+	const int64_t *e;
+	while ((e = holds(c, r, s, a, a + 1)))
+		a = e[E_HI];
+	return a;
+}
+
+/* Fewest domains: the holder whose copies reach furthest from a without
+ * a gap (own at a first on a tie); *until: where its run ends */
+static int furthest(const census_t *c, long long s, int64_t a, int64_t *until)
+{
+	int holder = -1;
+	*until = a;
+	for (int r = 0; r < c->size; r++) {
+		int64_t x = reach(c, r, s, a);
+		if (x > *until || (x == *until && x > a && holds(c, r, s, a, a + 1)[E_KIND] == KIND_OWN &&
+				   holds(c, holder, s, a, a + 1)[E_KIND] != KIND_OWN)) {
+			*until = x;
+			holder = r;
+		}
+	}
+	return holder;
+}
+
 /* The pieces of step s: [0, total) cut at every range boundary, each
  * piece read from an own copy where one exists, else a partner copy
  * (the lowest leader first), adjacent pieces of one holder merged.
+ * fewest: instead, runs as long as one holder's copies reach (fewest
+ * domains: for nodes with fewer ranks than pieces to read).
  * 0: covered (*out, *np); 1: not covered or inconsistent (said in why). */
-static int choose(const loom_ckpt_t *ck, const census_t *c, long long s, piece_t **out, int *np,
-		  char *why, size_t whylen)
+static int choose(const loom_ckpt_t *ck, const census_t *c, long long s, int fewest, piece_t **out,
+		  int *np, char *why, size_t whylen)
 {
+	int64_t run_end = 0;
+	int run = -1;
 	int64_t total = -1, mhash = -1, *cut = NULL, gap_lo = -1, gap_hi = -1;
 	int ncut = 0, n = 0;
 	piece_t *v = NULL;
@@ -231,15 +275,15 @@ static int choose(const loom_ckpt_t *ck, const census_t *c, long long s, piece_t
 		int holder = -1;
 		if (a == b)
 			continue;
-		for (int r = 0; r < c->size; r++)
-			for (int64_t i = 0; i < c->per; i++) {
-				const int64_t *e = c->e + ((size_t)r * (size_t)c->per + (size_t)i) * EW;
-				if (e[E_STEP] == s && e[E_LO] <= a && b <= e[E_HI] &&
-				    (!best || (e[E_KIND] == KIND_OWN && best[E_KIND] != KIND_OWN))) {
-					best = e;
-					holder = r;
-				}
+		if (fewest && a >= run_end)
+			run = furthest(c, s, a, &run_end);
+		for (int r = fewest ? run : 0; r >= 0 && r < (fewest ? run + 1 : c->size); r++) {
+			const int64_t *e = holds(c, r, s, a, b);
+			if (e && (!best || (e[E_KIND] == KIND_OWN && best[E_KIND] != KIND_OWN))) {
+				best = e;
+				holder = r;
 			}
+		}
 		if (!best) {
 			if (gap_lo < 0)
 				gap_lo = a;
@@ -361,6 +405,34 @@ static int census(loom_ckpt_t *ck, census_t *c, long long **steps, int *ns)
 	return rc;
 }
 
+/* The pieces and the plan's domains of step s: own copies first; when a
+ * node then holds more pieces than it has ranks, the fewest domains. 0,
+ * or 1 with the first reason in why (*v and *d freed by the caller). */
+static int plan_step(const loom_ckpt_t *ck, const census_t *c, long long s, piece_t **v, int *np,
+		     ck_domains_t *d, char *why, size_t whylen)
+{
+	char why2[700];
+	if (choose(ck, c, s, 0, v, np, why, whylen))
+		return 1;
+	if (!pieces_to_domains(ck, *v, *np, d, why, whylen))
+		return 0;
+	free(*v);
+	domains_free(d);
+	return choose(ck, c, s, 1, v, np, why2, sizeof why2) ||
+	       pieces_to_domains(ck, *v, *np, d, why2, sizeof why2);
+}
+
+/* does some leader hold its own copy of [lo, hi) of step s? */
+static int own_somewhere(const census_t *c, long long s, int64_t lo, int64_t hi)
+{
+	for (int r = 0; r < c->size; r++) {
+		const int64_t *e = holds(c, r, s, lo, hi);
+		if (e && e[E_KIND] == KIND_OWN)
+			return 1;
+	}
+	return 0;
+}
+
 /* a leader that reads a partner copy says whose */
 static void say_partner_reads(const loom_ckpt_t *ck, const census_t *c, const piece_t *v, int np,
 			      long long s)
@@ -368,8 +440,10 @@ static void say_partner_reads(const loom_ckpt_t *ck, const census_t *c, const pi
 	for (int i = 0; i < np; i++)
 		if (v[i].holder == ck->rank && v[i].kind == KIND_PARTNER && v[i].idx < c->norigin)
 			LOOM_WARN("ckpt: step-%lld: bytes %" PRId64 "..%" PRId64 " of %s come from its "
-				  "partner copy in %s on %s (its own copy is missing)", s, v[i].lo,
-				  v[i].hi, c->origin[v[i].idx], ck->cache, loom_ck_node_name(ck, ck->rank));
+				  "partner copy in %s on %s (%s)", s, v[i].lo, v[i].hi, c->origin[v[i].idx],
+				  ck->cache, loom_ck_node_name(ck, ck->rank),
+				  own_somewhere(c, s, v[i].lo, v[i].hi) ? "its own node has fewer ranks "
+				  "than pieces to read" : "its own copy is missing");
 }
 
 int loom_ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want, long long *step)
@@ -389,8 +463,7 @@ int loom_ck_cache_restore(loom_ckpt_t *ck, long long newer_than, long long want,
 		if ((want >= 0 && s != want) || s < newer_than)
 			continue;
 		tried++;
-		if (choose(ck, &c, s, &v, &np, why, sizeof why) ||
-		    pieces_to_domains(ck, v, np, &d, why, sizeof why)) {
+		if (plan_step(ck, &c, s, &v, &np, &d, why, sizeof why)) {
 			if (ck->rank == 0)
 				LOOM_WARN("ckpt: step-%lld in the node caches is not usable: %s", s, why);
 			free(v);
@@ -442,7 +515,7 @@ int loom_ck_cache_latest(loom_ckpt_t *ck, long long *step)
 		piece_t *v = NULL;
 		char why[700];
 		int np;
-		if (!choose(ck, &c, steps[i], &v, &np, why, sizeof why))
+		if (!choose(ck, &c, steps[i], 0, &v, &np, why, sizeof why))
 			*step = steps[i];
 		free(v);
 	}

@@ -36,7 +36,7 @@ runtime_ckpt_test_ckpt_drive_CFLAGS = $(AM_CFLAGS) -pthread
 runtime_ckpt_test_ckpt_drive_LDADD = runtime/libloom.la
 dist_check_SCRIPTS += t/t4000-ckpt-valgrind.t t/t4001-ckpt.t t/t4002-requeue.t t/t4003-ckpt-async.t \
 	t/t4004-ckpt-mode.t t/t4005-ckpt-async-requeue.t t/t4006-ckpt-signal-auto.t \
-	t/t4007-ckpt-cache.t
+	t/t4007-ckpt-cache.t t/t4008-ckpt-restore-shrunk.t
 # checkpoint files against links, other users and hostile manifests
 dist_check_SCRIPTS += t/t7100-ckpt-links.t t/t7102-ckpt-manifest-bounds.t
 

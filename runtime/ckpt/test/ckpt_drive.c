@@ -9,6 +9,20 @@
  *                                        collectives on the world while the
  *                                        writer runs, then loom_ckpt_wait
  *
+ *   ckpt-drive heal DIR LAYOUT STEPS     saves of steps 1..STEPS; when one fails
+ *                                        with PEER_LOST or REVOKED: revoke,
+ *                                        shrink, a new loom_ckpt_open on the
+ *                                        survivors, restore, check the values,
+ *                                        go on saving on the survivors
+ *
+ * heal: every rank writes DIR/pid.RANK first (killpoint's
+ * LOOM_TEST_KILL_ALSO kills a node's other ranks with the one that hits
+ * the point); CKPT_DRIVE_KILL=STEP:R[,R...] makes those ranks SIGKILL
+ * themselves before the save of STEP; CKPT_DRIVE_HIDE_SHARED=1 makes the
+ * survivors' rank 0 rename every step's t*.bin in DIR to t*.bin.hidden
+ * before the restore (and back after it): a restore that reads the
+ * shared directory's data fails.
+ *
  * A save killed at a chosen point of its commit: `save` under the
  * LD_PRELOAD shim runtime/ckpt/test/killpoint.c (LOOM_TEST_KILL_AT).
  * `train` saves every CKPT_DRIVE_SAVE_EVERY steps too when that is set.
@@ -130,6 +144,122 @@ static void linger(int rank)
 	fflush(stdout);
 }
 
+/* DIR/pid.RANK, whole (by rename) */
+static int write_pid(const char *dir)
+{
+	char p[4200], q[4300];
+	FILE *f;
+	snprintf(p, sizeof p, "%s/pid.%d", dir, rank);
+	snprintf(q, sizeof q, "%s.tmp", p);
+	if (!(f = fopen(q, "w")) || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0 ||
+	    rename(q, p) != 0) {
+		fprintf(stderr, "rank %d: cannot write %s\n", rank, p);
+		return 1;
+	}
+	return 0;
+}
+
+/* CKPT_DRIVE_KILL=STEP:R,R...: this rank dies before the save of step */
+static int healed; /* only the first world's ranks die */
+
+static void heal_maybe_die(long long step, int wrank)
+{
+	const char *e = getenv("CKPT_DRIVE_KILL"), *c;
+	if (healed || !e || atoll(e) != step || !(c = strchr(e, ':')))
+		return;
+	for (c++; *c; c = strchr(c, ',') ? strchr(c, ',') + 1 : c + strlen(c))
+		if (atoi(c) == wrank) {
+			fprintf(stderr, "rank %d: SIGKILL before the save of step %lld\n", wrank, step);
+			kill(getpid(), SIGKILL);
+		}
+}
+
+/* CKPT_DRIVE_HIDE_SHARED: every DIR/step-N/t*.bin renamed FROM -> TO */
+static void hide_shared(const char *dir, const char *from, const char *to)
+{
+	char cmd[9000];
+	snprintf(cmd, sizeof cmd, "for f in '%s'/step-*/t*.bin%s; do [ -e \"$f\" ] && "
+		 "mv \"$f\" \"${f%%.bin%s}.bin%s\"; done; ls '%s'/step-*/ >&2", dir, from, from, to, dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "rank 0: hiding the shared data failed\n");
+}
+
+/* revoke, shrink, reopen on the survivors and restore; 0 or a status */
+static int heal_recover(loom_comm_t **w, loom_ckpt_t **ck, const char *dir, const char *layout,
+			long long *step, int why)
+{
+	loom_comm_t *s = NULL;
+	int failed[64], nf = 0, rc, hide = getenv("CKPT_DRIVE_HIDE_SHARED") != NULL;
+	double t0 = now_s();
+	char list[300] = "";
+	loom_comm_revoke(*w);
+	if ((rc = loom_comm_shrink(*w, &s)))
+		return rc;
+	loom_comm_failed(*w, failed, 64, &nf);
+	for (int k = 0; k < nf && k < 64; k++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? "," : "", failed[k]);
+	rc = loom_ckpt_close(*ck);
+	*ck = NULL;
+	healed = 1;
+	printf("rank %d: %s at step %lld; ranks %s lost; old close: %s\n", rank,
+	       loom_strerror(why), *step, list, loom_strerror(rc));
+	*w = s;
+	rank = loom_comm_rank(s);
+	size = loom_comm_size(s);
+	if (hide && rank == 0)
+		hide_shared(dir, "", ".hidden");
+	for (int b = 0; b < nb; b++)
+		free(blks[b].buf);
+	if ((rc = loom_barrier(s)) || (rc = loom_ckpt_open(s, dir, ck)) || (rc = reg(*ck, layout)))
+		return rc;
+	fill(-12345);
+	rc = loom_ckpt_restore(*ck, step);
+	long bad = rc ? -1 : bad_values(*step);
+	int64_t b64 = bad, a64 = 0;
+	loom_allreduce(&b64, &a64, 1, LOOM_INT64, LOOM_SUM, s);
+	if (rank == 0)
+		printf("heal: %d ranks restored: %s step %lld wrong %lld (%.3f s)\n", size,
+		       loom_strerror(rc), *step, (long long)a64, now_s() - t0);
+	fflush(stdout);
+	if (hide && rank == 0)
+		hide_shared(dir, ".hidden", "");
+	if (!rc && a64)
+		rc = LOOM_ERR_MISMATCH;
+	return rc ? rc : loom_barrier(s);
+}
+
+/* saves of steps 1..steps; heals on a lost rank (once per failure) */
+static int heal_cmd(loom_comm_t **w, loom_ckpt_t **ck, const char *dir, const char *layout,
+		    long long steps)
+{
+	int wrank = rank, rc;
+	long long step = 1, got;
+	if ((rc = reg(*ck, layout)) || write_pid(dir) || (rc = loom_barrier(*w)))
+		return rc ? rc : 1;
+	while (step <= steps) {
+		heal_maybe_die(step, wrank);
+		fill(step);
+		rc = loom_ckpt_save(*ck, step);
+		if (!rc && step == steps)
+			rc = loom_ckpt_wait(*ck); /* the last flush */
+		if (rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_REVOKED) {
+			got = step;
+			if ((rc = heal_recover(w, ck, dir, layout, &got, rc)))
+				return rc;
+			step = got + 1;
+			continue;
+		}
+		if (rc)
+			return rc;
+		if (rank == 0)
+			printf("heal: save step %lld ranks %d: success\n", step, size);
+		step++;
+	}
+	if (rank == 0)
+		printf("heal: done, %lld steps, %d ranks\n", steps, size);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	loom_comm_t *w;
@@ -217,6 +347,18 @@ int main(int argc, char **argv)
 			printf("restore ranks %d: %s step %lld wrong %ld\n", size, loom_strerror(rc), step, all);
 		if (!rc && all)
 			rc = 1;
+	} else if (!strcmp(cmd, "heal")) {
+		loom_comm_t *w0 = w;
+		rc = heal_cmd(&w, &ck, dir, argv[3], argc > 4 ? atoll(argv[4]) : 10);
+		printf("rank %d: heal: %s\n", rank, rc == 1 ? "failure" : loom_strerror(rc));
+		fflush(stdout);
+		if (w != w0) {
+			if (ck)
+				loom_ckpt_close(ck);
+			loom_comm_free(w);
+			loom_finalize(w0);
+			return rc ? 1 : 0;
+		}
 	} else if (!strcmp(cmd, "train")) {
 		long long steps = argc > 4 ? atoll(argv[4]) : 100, first;
 		long every = getenv("CKPT_DRIVE_SAVE_EVERY") ? atol(getenv("CKPT_DRIVE_SAVE_EVERY")) : 0;

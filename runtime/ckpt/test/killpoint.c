@@ -16,6 +16,9 @@
  *          a test can act while a save is held at that point
  *   LOOM_TEST_DELAY_S=SECONDS  neither die nor pause: sleep SECONDS there,
  *          at every matching call (a save made slow on purpose)
+ *   LOOM_TEST_KILL_ALSO=FILE[,FILE...]  before dying, SIGKILL the process
+ *          whose pid each FILE holds (a node's other ranks: a whole node
+ *          lost at that point; ckpt-drive's pid.RANK files)
  *
  * Before dying it writes "killpoint: SIGKILL before|after CALL PATH" (a
  * rename: "OLD -> NEW") on
@@ -102,6 +105,28 @@ static void abs_path(int dirfd, const char *path, char *out, size_t len)
 		snprintf(out, len, "%s", joined);
 }
 
+/* LOOM_TEST_KILL_ALSO: the processes named by pid files die first */
+static void kill_also(void)
+{
+	const char *e = getenv("LOOM_TEST_KILL_ALSO");
+	char list[PATH_MAX], *tok, *save = NULL;
+	if (!e || !*e)
+		return;
+	snprintf(list, sizeof list, "%s", e);
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char buf[32] = "";
+		int fd = open(tok, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+		long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+		if (fd >= 0)
+			close(fd);
+		if (pid > 1) {
+			dprintf(2, "killpoint: SIGKILL pid %ld of %s too\n", pid, tok);
+			kill((pid_t)pid, SIGKILL);
+		}
+	}
+}
+
 static void reached(const char *when, const char *path)
 {
 	const char *until = getenv("LOOM_TEST_PAUSE_UNTIL"), *delay = getenv("LOOM_TEST_DELAY_S");
@@ -127,6 +152,7 @@ static void reached(const char *when, const char *path)
 		return;
 	}
 	dprintf(2, "killpoint: SIGKILL %s %s %s\n", when, call, path);
+	kill_also();
 	kill(getpid(), SIGKILL);
 	for (;;)
 		pause();
