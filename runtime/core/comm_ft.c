@@ -190,6 +190,8 @@ int loom_native_agree(struct loom_comm *c, int *flag)
 	struct est e;
 	int i, rc, lost = 0;
 	double t0 = loom_now();
+	if ((rc = loom_native_fenced(c)))
+		return rc;
 	if (est_init(&e, c->size))
 		return LOOM_ERR_NOMEM;
 	io.c = c;
@@ -209,7 +211,10 @@ int loom_native_agree(struct loom_comm *c, int *flag)
 		rc = rounds(&io, &e);
 	if (rc == LOOM_SUCCESS)
 		rc = keep_failed(c, &e);
+	if (rc == LOOM_SUCCESS)   /* fenced during the call: it agreed with nobody */
+		rc = loom_native_fenced(c);
 	if (rc == LOOM_SUCCESS) {
+		loom_native_fence_failed(c);
 		*flag = est_flag(&e);
 		for (i = 0; i < c->size; i++)
 			lost += est_failed(&e, i);

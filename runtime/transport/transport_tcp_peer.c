@@ -35,6 +35,7 @@ struct peer *loom_tcp_peer_get(struct loom_engine *e, int i)
 	if (!(p = calloc(1, sizeof *p)))
 		return NULL;
 	p->fd = -1;
+	p->gone = e->fenced;  /* a fenced process reaches nobody */
 	p->ip = e->ip ? e->ip[i] : 0;
 	p->port = e->port ? e->port[i] : 0;
 	if (loom_intmap_put(&e->peers, i, p)) {
@@ -141,8 +142,8 @@ void loom_tcp_dial_start(struct loom_engine *e, int i)
 		loom_tcp_peer_lost(e, i, "cannot open a socket to it");
 		return;
 	}
-	if (p->state == C_IDLE)
-		p->until = loom_now() + e->connect_tmo;
+	if (p->state == C_IDLE)   /* a live engine answers a hello within the heartbeat */
+		p->until = loom_now() + (e->hb > 0 && e->hb < e->connect_tmo ? e->hb : e->connect_tmo);
 	p->state = C_DIAL;
 	loom_tcp_wake_engine(e);   /* the engine polls the new socket */
 }
