@@ -227,6 +227,9 @@ static int progress(struct loom_xctx *x)
 	return moved;
 }
 
+/* gone: its TCP connection lost, or, on this node, its process gone or
+ * (probed over TCP: a dial refused, or unanswered within LOOM_HEARTBEAT)
+ * stopped: a stopped process holds its shared memory without a word */
 static int peer_dead(struct loom_comm *c, int peer)
 {
 	int lidx;
@@ -235,7 +238,8 @@ static int peer_dead(struct loom_comm *c, int peer)
 	if (loom_tcp_peer_gone(c->w->eng, loom_comm_wrank(c, peer)))
 		return 1;
 	lidx = loom_comm_local_idx(c, peer);
-	return lidx >= 0 && loom_shm_peer_gone(c->shm, lidx);
+	return lidx >= 0 && (loom_shm_peer_gone(c->shm, lidx) ||
+			     loom_tcp_probe(c->w->eng, loom_comm_wrank(c, peer)));
 }
 
 static void poison(struct loom_comm *c, int status)

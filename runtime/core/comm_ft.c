@@ -17,9 +17,11 @@
  * survivor hears (nobody sees a live member's connection drop), so from
  * its round on every survivor and every later coordinator holds its
  * estimate: the decision is the same everywhere. Phase 2 takes one
- * message latency per live member, n - 1 messages each. A member that
- * misses the communicator's timeout (alive, not answering) ends the call
- * with LOOM_ERR_TIMEOUT on who waits for it: nothing is agreed then. */
+ * message latency per live member, n - 1 messages each. A member alive
+ * but not answering is lost to the engine after LOOM_HEARTBEAT (its
+ * silence, or a dial to it unanswered); with the heartbeat off it ends
+ * the call with LOOM_ERR_TIMEOUT on who waits for it: nothing is agreed
+ * then. The fence around the call: comm_fence.c. */
 #include "core/core.h"
 
 #include <stdio.h>

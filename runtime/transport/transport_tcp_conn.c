@@ -104,8 +104,9 @@ void loom_tcp_stray_step(struct loom_engine *e, struct peer *p)
 		loom_tcp_drop_dial(&p->stray);
 }
 
-/* dials past their peer's LOOM_BOOTSTRAP_TIMEOUT give up; declined ones
- * whose pause is over dial again */
+/* dials past their peer's LOOM_BOOTSTRAP_TIMEOUT, or one attempt
+ * unanswered for LOOM_HEARTBEAT, give up; declined ones whose pause is
+ * over dial again */
 void loom_tcp_dial_timers(struct loom_engine *e, double now)
 {
 	int i, k;
@@ -113,7 +114,8 @@ void loom_tcp_dial_timers(struct loom_engine *e, double now)
 		struct peer *p = PEER(e, i = e->act[k]);
 		if (p->gone || (p->state != C_DIAL && p->state != C_WAIT))
 			continue;
-		if (p->until < now && e->hb > 0 && e->hb < e->connect_tmo)
+		if (p->state == C_DIAL && e->hb > 0 && now - p->dial_at > e->hb)
+			/* a live engine answers (or declines) a dial as fast as a ping */
 			loom_tcp_peer_lost(e, i, "no answer to our dial within LOOM_HEARTBEAT");
 		else if (p->until < now)
 			loom_tcp_peer_lost(e, i, p->tries

@@ -8,9 +8,10 @@
  *     most every H/4: 4/H messages a second per connection held, none
  *     on a rank that holds no connection;
  *   - declares a connected peer lost when nothing came from it for H
- *     (every byte read counts, pings or data), and gives up a dial after
- *     H instead of LOOM_BOOTSTRAP_TIMEOUT: a live engine answers a hello
- *     as fast as a ping;
+ *     (every byte read counts, pings or data), and gives up a dial that
+ *     got no answer for H (transport_tcp_conn.c): a live engine answers
+ *     or declines a hello as fast as a ping (dials declined are tried
+ *     again until LOOM_BOOTSTRAP_TIMEOUT, as before);
  *   - fences its own process when its own loop did not run for H/2: the
  *     process was stopped or starved long enough that its peers may have
  *     declared it lost (a peer that ran sees silence only past H, and
@@ -27,14 +28,25 @@
 #include "transport/transport_tcp_internal.h"
 
 #include <stdio.h>
+#include <time.h>
 #include <sys/socket.h>
+
+/* the engine's own gap is measured on a clock that also counts a
+ * suspension of the whole machine: a node resumed is a node stopped */
+static double gap_clock(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_BOOTTIME, &ts))
+		return loom_now();
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* LOOM_HEARTBEAT: seconds, 0 off; at least 1 */
 void loom_tcp_heartbeat_init(struct loom_engine *e)
 {
 	double h = loom_env_double("LOOM_HEARTBEAT", 10);
 	e->hb = h > 0 ? (h < 1 ? 1 : h) : 0;
-	e->hb_round = loom_now();
+	e->hb_round = gap_clock();
 }
 
 /* the fence notice, written straight to the socket when nothing is half
@@ -106,8 +118,8 @@ static void beat_peers(struct loom_engine *e, double now)
  * poll may return, the earlier of wake and the next check */
 double loom_tcp_heartbeat_round(struct loom_engine *e, double now, double wake)
 {
-	double gap = now - e->hb_round, step;
-	e->hb_round = now;
+	double t = gap_clock(), gap = t - e->hb_round, step;
+	e->hb_round = t;
 	if (e->hb <= 0 || e->closing)
 		return wake;
 	if (!e->fenced && gap > e->hb / 2) {

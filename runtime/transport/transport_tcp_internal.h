@@ -98,6 +98,7 @@ struct peer {
 	struct loom_hs_dialer *stray; /* our dial that lost a race: run to its quiet refusal */
 	double until;         /* C_DIAL, C_WAIT: given up then */
 	double retry_at;      /* C_WAIT: dial again then */
+	double dial_at;       /* C_DIAL: this attempt began then */
 	int tries;            /* dials declined so far */
 	int bye_sent;
 	int bye;              /* said goodbye */

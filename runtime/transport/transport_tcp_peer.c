@@ -142,8 +142,9 @@ void loom_tcp_dial_start(struct loom_engine *e, int i)
 		loom_tcp_peer_lost(e, i, "cannot open a socket to it");
 		return;
 	}
-	if (p->state == C_IDLE)   /* a live engine answers a hello within the heartbeat */
-		p->until = loom_now() + (e->hb > 0 && e->hb < e->connect_tmo ? e->hb : e->connect_tmo);
+	if (p->state == C_IDLE)
+		p->until = loom_now() + e->connect_tmo;
+	p->dial_at = loom_now();
 	p->state = C_DIAL;
 	loom_tcp_wake_engine(e);   /* the engine polls the new socket */
 }
