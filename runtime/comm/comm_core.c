@@ -83,25 +83,53 @@ out:
 	return rc;
 }
 
+/* what an attach watches while it waits: the new communicator, and the
+ * one it is made in (NULL: none), whose shared memory already holds the
+ * node-mates' pids */
+struct watch {
+	struct loom_comm *c, *parent;
+};
+
+/* wr's index among parent's node members, -1 if not one */
+static int parent_local(const struct loom_comm *p, int wr)
+{
+	int k;
+	for (k = 0; k < p->local_size; k++)
+		if (loom_comm_wrank(p, loom_comm_local_member(p, k)) == wr)
+			return k;
+	return -1;
+}
+
 /* while the attach waits: the parent failed, or a member of this node is
- * gone (a dial to it refused, or unanswered within LOOM_HEARTBEAT) */
+ * gone (its TCP connection lost; its process gone, or stopped and then
+ * unanswered over TCP within LOOM_HEARTBEAT, as the parent's shared
+ * memory sees it). Nothing is dialed for a node-mate that runs. */
 static int shm_lost(void *arg)
 {
-	struct loom_comm *c = arg;
-	int j, f = c->parent ? atomic_load(&c->parent->failed) : 0;
+	struct watch *wa = arg;
+	struct loom_comm *c = wa->c, *p = wa->parent;
+	int j, k, wr, f = p ? atomic_load(&p->failed) : 0;
 	if (f)
 		return f;
-	for (j = 0; j < c->local_size; j++)
-		if (j != c->local_rank &&
-		    loom_tcp_probe(c->w->eng, loom_comm_wrank(c, loom_comm_local_member(c, j))))
+	for (j = 0; j < c->local_size; j++) {
+		if (j == c->local_rank)
+			continue;
+		wr = loom_comm_wrank(c, loom_comm_local_member(c, j));
+		if (loom_tcp_peer_gone(c->w->eng, wr))
 			return LOOM_ERR_PEER_LOST;
+		k = p && p->shm ? parent_local(p, wr) : -1;
+		if (k >= 0 && (loom_shm_peer_gone(p->shm, k) ||
+			       (loom_shm_peer_stopped(p->shm, k) && loom_tcp_probe(c->w->eng, wr))))
+			return LOOM_ERR_PEER_LOST;
+	}
 	return 0;
 }
 
 /* the rings' view of c (transport.h): its node's members, the names' parts */
-static int shm_attach(struct loom_comm *c)
+static int shm_attach(struct loom_comm *c, struct loom_comm *parent)
 {
 	struct loom_shm_group g = { 0 };
+	struct watch wa = { c, parent };
 	g.local_rank = c->local_rank;
 	g.local_size = c->local_size;
 	g.node = loom_world_node_of(c->w, c->w->rank);
@@ -111,7 +139,7 @@ static int shm_attach(struct loom_comm *c)
 	memcpy(g.name, c->name, sizeof g.name);
 	g.members = &c->lmem;
 	g.lost = shm_lost;
-	g.lost_arg = c;
+	g.lost_arg = &wa;
 	return loom_shm_attach(&g, &c->shm);
 }
 
@@ -132,7 +160,6 @@ int loom_comm_make(struct loom_world *w, uint64_t ctx, int n, const int *wranks,
 	if (!c)
 		return LOOM_ERR_NOMEM;
 	c->w = w;
-	c->parent = parent;
 	c->ctx = ctx;
 	c->size = n;
 	c->rank = myrank;
@@ -146,7 +173,7 @@ int loom_comm_make(struct loom_world *w, uint64_t ctx, int n, const int *wranks,
 		return LOOM_ERR_NOMEM;
 	}
 	if (c->local_size > 1 && w->transport != LOOM_TR_TCP) {
-		if ((rc = shm_attach(c)) != LOOM_SUCCESS) {
+		if ((rc = shm_attach(c, parent)) != LOOM_SUCCESS) {
 			loom_comm_destroy(c);
 			return rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_REVOKED ? rc : LOOM_ERR_NOMEM;
 		}

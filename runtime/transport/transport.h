@@ -233,7 +233,8 @@ struct loom_shm_group {
 	char name[64];                 /* the communicator's name, for log lines */
 	const struct loom_rankmap *members;  /* local index -> communicator rank */
 	/* NULL, or asked while the attach waits for the local peers (at most
-	 * every 0.1 s): a status once one of them is known gone, else 0 */
+	 * every 0.1 s; not kept after): a status once one of them is known
+	 * gone, else 0 */
 	int (*lost)(void *arg);
 	void *lost_arg;
 };
@@ -254,6 +255,8 @@ struct loom_bell *loom_shm_bell(struct loom_shm *s);
 /* its process no longer exists; it sleeps on its bell (s NULL: 0, both) */
 int loom_shm_peer_gone(struct loom_shm *s, int local_idx);
 int loom_shm_peer_asleep(struct loom_shm *s, int local_idx);
+/* its process is stopped now (SIGSTOP, a debugger): /proc/PID/stat */
+int loom_shm_peer_stopped(struct loom_shm *s, int local_idx);
 /* here: note the CPU this rank runs on (as it posts a fast box or begins
  * a wait); beside: the local peer last noted the caller's CPU, so it is
  * not running now (unless moved since): spinning for it only keeps it

@@ -255,7 +255,8 @@ static int segment_wait(const char *name, size_t size, double deadline,
 			return -1;
 		}
 		if ((*lost = watch_peers(g, &next))) {
-			LOOM_ERR("shared memory %s: a rank of this node is gone before it was made", name);
+			LOOM_ERR("shared memory %s: given up before it was made: %s (a rank of this node "
+				 "is gone, or the communicator it is made for failed)", name, loom_strerror(*lost));
 			return -1;
 		}
 		/* a growing pause, 0.1 to 6.4 ms: many ranks of a node may wait
@@ -358,13 +359,15 @@ int loom_shm_attach(const struct loom_shm_group *g, struct loom_shm **out)
 				 "a rank of this node did not come (LOOM_TRANSPORT=tcp avoids shared memory)",
 				 g->name, s->name, (unsigned)atomic_load(&s->hdr->attached), nl, wait);
 		else
-			LOOM_ERR("comm %s: shared memory %s: a rank of this node is gone before it mapped it",
-				 g->name, s->name);
+			LOOM_ERR("comm %s: shared memory %s: given up before every local rank mapped it: %s "
+				 "(a rank of this node is gone, or the communicator it is made for failed)",
+				 g->name, s->name, loom_strerror(rc));
 		shm_unlink(s->name);
 		munmap(s->base, s->size);
 		shm_free(s);
 		return rc;
 	}
+	s->g.lost = NULL;   /* the watch lives for the attach only */
 	*out = s;
 	LOOM_TRACE("comm %s: shm segment %s, %d local ranks", g->name, s->name, nl);
 	return LOOM_SUCCESS;
@@ -453,6 +456,28 @@ int loom_shm_peer_gone(struct loom_shm *s, int local_idx)
 {
 	pid_t pid = s ? s->bells[local_idx].pid : 0;
 	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/* its state in /proc/PID/stat, the letter after "(comm) " (comm may hold
+ * spaces and parentheses: the last ')' ends it) */
+int loom_shm_peer_stopped(struct loom_shm *s, int local_idx)
+{
+	pid_t pid = s ? s->bells[local_idx].pid : 0;
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
 int loom_shm_peer_asleep(struct loom_shm *s, int local_idx)
