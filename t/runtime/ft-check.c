@@ -295,6 +295,12 @@ static int loop(loom_comm_t *w, const char *mode, const char *who, int iter, siz
 				exit(1);
 			}
 	}
+	if (!strcmp(mode, "inside") && in_list(who, R)) {
+		/* a node-mate's kill failed an earlier iteration here (the
+		 * ranks are not in step): this one dies with its node now */
+		printf("rank %d: dying inside iteration %d\n", R, i - 1);
+		die();
+	}
 	printf("rank %d: iter %d: status %d\n", R, i - 1, rc);
 	free(x);
 	free(y);
