@@ -7,10 +7,12 @@
 # revoke, agree (every survivor prints the same failed set: the stopped
 # node's ranks), shrink, and the shrunk world's allreduce gives the right
 # sums; the same with one rank stopped beside a running node-mate, which
-# waits for it in shared memory. Then the test sends SIGCONT: the stopped ranks are fenced, their
-# agree and shrink return LOOM_ERR_REVOKED and their allreduces fail,
-# while the survivors' sums, checked again after the wake-up, stay right.
-# Every srun is bounded (t_srun), every wait too: a hang fails the test.
+# waits for it in shared memory. Then the test sends SIGCONT: the stopped
+# ranks are fenced, their agree and shrink return LOOM_ERR_REVOKED and
+# their allreduces fail, while the survivors' sums, checked again after
+# the wake-up, stay right. With LOOM_HEARTBEAT=0 the same stop ends in
+# LOOM_ERR_TIMEOUT, nothing agreed. Every srun is bounded (t_srun), every
+# wait too: a hang fails the test.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 . "$LOOM_SRC_DIR/t/runtime/lib.sh"
 LOOM_TEST_NODES=3
@@ -69,5 +71,25 @@ test_expect_success '6 ranks / 3 nodes: the middle node stopped; 4 go on, the st
 # the waiter probes it over TCP, and the dial goes unanswered
 test_expect_success '4 ranks / 2 nodes: rank 1 alone stopped, beside a running node-mate; 3 go on' '
 	stopped 4 2 1 1
+'
+# without the heartbeat nothing turns the silence into a failure: the
+# allreduce and then the agreement end at LOOM_TIMEOUT, nothing agreed
+unwatched() {
+	d=$TEST_TMP/stop.off && rm -rf "$d" && mkdir -p "$d" &&
+	{ LOOM_HEARTBEAT=0 LOOM_TIMEOUT=20 env_srun -N2 -n4 -- $FT stop 2,3 3 "$d" \
+		>"$TEST_TMP/o" 2>&1 & echo $! >"$TEST_TMP/srun.pid"; } &&
+	{ timeout 300 sh -c 'until [ -e "$1/gaveup" ] || [ -e "$1/shrunk" ]; do sleep 0.2; done' sh "$d" ||
+		echo "no end"; } &&
+	for v in 2 3; do
+		timeout 60 sh -c 'until [ -s "$1/pid.$2" ]; do sleep 0.2; done' sh "$d" "$v" &&
+		kill -CONT "$(cat "$d/pid.$v")" || echo "no pid for rank $v"
+	done &&
+	{ wait "$(cat "$TEST_TMP/srun.pid")" || :; } &&
+	cat "$TEST_TMP/o" &&
+	test ! -e "$d/shrunk" &&
+	test "$(grep -c ": FAIL agree: status -4 " "$TEST_TMP/o")" -eq 2
+}
+test_expect_success 'LOOM_HEARTBEAT=0: a stopped node is not detected; agree ends in LOOM_ERR_TIMEOUT' '
+	unwatched
 '
 test_done

@@ -22,7 +22,7 @@
  *       every survivor waits for DIR/fenced.V of each victim before it
  *       checks the sums again ("after") and goes on. A victim that comes
  *       back prints what its operations return (they must fail) and makes
- *       DIR/fenced.R.
+ *       DIR/fenced.R. A survivor whose agree fails makes DIR/gaveup.
  *   ft-check revoke WHO ITER
  *       rank WHO revokes the world at iteration ITER instead of joining
  *       its allreduce: the others see LOOM_ERR_REVOKED; then the same.
@@ -177,6 +177,8 @@ static int recover(loom_comm_t *w, const char *late)
 		die();
 	}
 	rc = loom_comm_agree(w, &flag);
+	if (rc && STOPDIR)
+		mark("gaveup");   /* stop mode without the heartbeat: the test sends SIGCONT */
 	if (rc)
 		return fail("agree", rc);
 	rc = loom_comm_failed(w, f, 64, &nf);
