@@ -60,6 +60,8 @@ dist_check_SCRIPTS += \
 	t/t2003-runtime-comm.t \
 	t/t2004-runtime-failures.t \
 	t/t2010-runtime-shrink.t \
+	t/t2012-runtime-heartbeat.t \
+	t/t2013-runtime-kill-paths.t \
 	t/t2005-runtime-scale.t \
 	t/t2006-runtime-direct-reads.t \
 	t/t2008-runtime-staged.t \

@@ -227,6 +227,11 @@ static int progress(struct loom_xctx *x)
 	return moved;
 }
 
+/* gone: its TCP connection lost, or, on this node, its process gone, or
+ * stopped and then probed over TCP (a dial, unanswered within
+ * LOOM_HEARTBEAT while it stays stopped): a stopped process holds its
+ * shared memory without a word. Only a stopped peer is probed: a wait
+ * on a running one makes no connection. */
 static int peer_dead(struct loom_comm *c, int peer)
 {
 	int lidx;
@@ -235,7 +240,9 @@ static int peer_dead(struct loom_comm *c, int peer)
 	if (loom_tcp_peer_gone(c->w->eng, loom_comm_wrank(c, peer)))
 		return 1;
 	lidx = loom_comm_local_idx(c, peer);
-	return lidx >= 0 && loom_shm_peer_gone(c->shm, lidx);
+	return lidx >= 0 && (loom_shm_peer_gone(c->shm, lidx) ||
+			     (loom_shm_peer_stopped(c->shm, lidx) &&
+			      loom_tcp_probe(c->w->eng, loom_comm_wrank(c, peer))));
 }
 
 static void poison(struct loom_comm *c, int status)

@@ -125,6 +125,12 @@ struct loom_comm {
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,
 				   int myrank, const char *name);
+/* the same, made inside an operation of parent (NULL: none; not kept),
+ * with its status: LOOM_ERR_PEER_LOST when a member of this node is gone
+ * (parent's shared memory knows their pids), or parent's failure, while
+ * its shared memory is being made */
+int loom_comm_make(struct loom_world *w, uint64_t ctx, int n, const int *wranks, int myrank,
+		   const char *name, struct loom_comm *parent, struct loom_comm **out);
 void loom_comm_destroy(struct loom_comm *c);
 int loom_comm_ensure_hier(struct loom_comm *c);
 struct loom_comm *loom_comm_find(struct loom_world *w, uint64_t ctx); /* comms_lock held */

@@ -83,10 +83,53 @@ out:
 	return rc;
 }
 
+/* what an attach watches while it waits: the new communicator, and the
+ * one it is made in (NULL: none), whose shared memory already holds the
+ * node-mates' pids */
+struct watch {
+	struct loom_comm *c, *parent;
+};
+
+/* wr's index among parent's node members, -1 if not one */
+static int parent_local(const struct loom_comm *p, int wr)
+{
+	int k;
+	for (k = 0; k < p->local_size; k++)
+		if (loom_comm_wrank(p, loom_comm_local_member(p, k)) == wr)
+			return k;
+	return -1;
+}
+
+/* while the attach waits: the parent failed, or a member of this node is
+ * gone (its TCP connection lost; its process gone, or stopped and then
+ * unanswered over TCP within LOOM_HEARTBEAT, as the parent's shared
+ * memory sees it). Nothing is dialed for a node-mate that runs. */
+static int shm_lost(void *arg)
+{
+	struct watch *wa = arg;
+	struct loom_comm *c = wa->c, *p = wa->parent;
+	int j, k, wr, f = p ? atomic_load(&p->failed) : 0;
+	if (f)
+		return f;
+	for (j = 0; j < c->local_size; j++) {
+		if (j == c->local_rank)
+			continue;
+		wr = loom_comm_wrank(c, loom_comm_local_member(c, j));
+		if (loom_tcp_peer_gone(c->w->eng, wr))
+			return LOOM_ERR_PEER_LOST;
+		k = p && p->shm ? parent_local(p, wr) : -1;
+		if (k >= 0 && (loom_shm_peer_gone(p->shm, k) ||
+			       (loom_shm_peer_stopped(p->shm, k) && loom_tcp_probe(c->w->eng, wr))))
+			return LOOM_ERR_PEER_LOST;
+	}
+	return 0;
+}
+
 /* the rings' view of c (transport.h): its node's members, the names' parts */
-static int shm_attach(struct loom_comm *c)
+static int shm_attach(struct loom_comm *c, struct loom_comm *parent)
 {
 	struct loom_shm_group g = { 0 };
+	struct watch wa = { c, parent };
 	g.local_rank = c->local_rank;
 	g.local_size = c->local_size;
 	g.node = loom_world_node_of(c->w, c->w->rank);
@@ -95,15 +138,27 @@ static int shm_attach(struct loom_comm *c)
 	g.timeout = c->timeout;
 	memcpy(g.name, c->name, sizeof g.name);
 	g.members = &c->lmem;
+	g.lost = shm_lost;
+	g.lost_arg = &wa;
 	return loom_shm_attach(&g, &c->shm);
 }
 
 struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, const int *wranks,
 				   int myrank, const char *name)
 {
+	struct loom_comm *c;
+	loom_comm_make(w, ctx, n, wranks, myrank, name, NULL, &c);
+	return c;
+}
+
+int loom_comm_make(struct loom_world *w, uint64_t ctx, int n, const int *wranks, int myrank,
+		   const char *name, struct loom_comm *parent, struct loom_comm **out)
+{
 	struct loom_comm *c = calloc(1, sizeof *c);
+	int rc;
+	*out = NULL;
 	if (!c)
-		return NULL;
+		return LOOM_ERR_NOMEM;
 	c->w = w;
 	c->ctx = ctx;
 	c->size = n;
@@ -115,12 +170,12 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 	pthread_mutex_init(&c->p2p_lock, NULL);
 	if (make_tables(c, wranks)) {
 		loom_comm_destroy(c);
-		return NULL;
+		return LOOM_ERR_NOMEM;
 	}
 	if (c->local_size > 1 && w->transport != LOOM_TR_TCP) {
-		if (shm_attach(c) != LOOM_SUCCESS) {
+		if ((rc = shm_attach(c, parent)) != LOOM_SUCCESS) {
 			loom_comm_destroy(c);
-			return NULL;
+			return rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_REVOKED ? rc : LOOM_ERR_NOMEM;
 		}
 	}
 	pthread_mutex_lock(&w->comms_lock);
@@ -130,7 +185,8 @@ struct loom_comm *loom_comm_create(struct loom_world *w, uint64_t ctx, int n, co
 	LOOM_TRACE("comm %s: rank %d of %d, %d local, %d nodes, ctx %016llx, tables %zu B", c->name,
 		   c->rank, c->size, c->local_size, c->nnodes, (unsigned long long)ctx,
 		   loom_comm_table_bytes(c));
-	return c;
+	*out = c;
+	return LOOM_SUCCESS;
 }
 
 static void free_val(void *v, void *arg)
@@ -176,7 +232,7 @@ void loom_comm_destroy(struct loom_comm *c)
 
 int loom_comm_ensure_hier(struct loom_comm *c)
 {
-	int *wr, i, me = loom_comm_node_pos(c, c->rank);
+	int *wr, i, me = loom_comm_node_pos(c, c->rank), rc;
 	char name[80];
 	if (c->nodec)
 		return LOOM_SUCCESS;
@@ -186,8 +242,12 @@ int loom_comm_ensure_hier(struct loom_comm *c)
 	for (i = 0; i < c->local_size; i++)
 		wr[i] = loom_comm_wrank(c, loom_comm_local_member(c, i));
 	snprintf(name, sizeof name, "%s/node", c->name);
-	c->nodec = loom_comm_create(c->w, loom_mix64(c->ctx, 0x6e6f6465ull + (uint64_t)me),
-				    c->local_size, wr, c->local_rank, name);
+	rc = loom_comm_make(c->w, loom_mix64(c->ctx, 0x6e6f6465ull + (uint64_t)me), c->local_size, wr,
+			    c->local_rank, name, c, &c->nodec);
+	if (rc == LOOM_ERR_PEER_LOST || rc == LOOM_ERR_REVOKED) {
+		free(wr);   /* a node-mate gone before the node's memory was made */
+		return rc;
+	}
 	if (c->nodec && c->local_rank == 0) {
 		for (i = 0; i < c->nnodes; i++)
 			wr[i] = loom_comm_wrank(c, loom_comm_leader(c, i));
@@ -261,7 +321,7 @@ void loom_comms_peer_lost(struct loom_world *w, int peer, int status)
 	struct loom_comm *c;
 	pthread_mutex_lock(&w->comms_lock);
 	for (c = w->comms; c; c = c->next) {
-		int i, has = 0;
+		int i, has = peer < 0 && c->size > 1;  /* -1: this process was fenced */
 		for (i = 0; i < c->size && !has; i++)
 			if (loom_comm_wrank(c, i) == peer)
 				has = 1;

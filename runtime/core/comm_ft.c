@@ -9,7 +9,8 @@
  * the flags it has seen and a bit per member known failed.
  *   phase 1: every member sends its estimate to every other one it does
  *            not know failed and merges what comes (a loss sets the
- *            sender's bit): n (n - 1) messages, one round;
+ *            sender's bit; a member marked failed by what came is
+ *            waited for no more): n (n - 1) messages, one round;
  *   phase 2: coordinators in rank order: coordinator r sends its
  *            estimate to the members it does not know failed; the others
  *            take it as theirs, or go on with their own when r is lost.
@@ -17,9 +18,11 @@
  * survivor hears (nobody sees a live member's connection drop), so from
  * its round on every survivor and every later coordinator holds its
  * estimate: the decision is the same everywhere. Phase 2 takes one
- * message latency per live member, n - 1 messages each. A member that
- * misses the communicator's timeout (alive, not answering) ends the call
- * with LOOM_ERR_TIMEOUT on who waits for it: nothing is agreed then. */
+ * message latency per live member, n - 1 messages each. A member alive
+ * but not answering is lost to the engine after LOOM_HEARTBEAT (its
+ * silence, or a dial to it unanswered); with the heartbeat off it ends
+ * the call with LOOM_ERR_TIMEOUT on who waits for it: nothing is agreed
+ * then. The fence around the call: comm_fence.c. */
 #include "core/core.h"
 
 #include <stdio.h>
@@ -104,34 +107,81 @@ static int io_wait(struct io *io)
 	return LOOM_SUCCESS;
 }
 
+/* phase 1's transfers with each member: its estimate merged as it comes
+ * (or its bit set when the receive failed), and the transfers with a
+ * member that an estimate marks failed taken back: failed stays failed,
+ * so nothing it could send changes the outcome, and a member stopped
+ * without a word costs only the wait of the first survivor that lost it
+ * (LOOM_HEARTBEAT), not one more per survivor that never talked to it */
+struct g1 {
+	int nf, *who, *ti;
+	char *seen;
+	uint8_t *in;
+};
+
+static int gather_wait(struct io *io, struct est *e, struct g1 *g)
+{
+	int k, left;
+	for (;;) {
+		uint32_t bell = atomic_load(&io->bell.seq);
+		left = 0;
+		for (k = 0; k < g->nf; k++) {
+			struct loom_treq *r = &io->t[g->ti[k]];
+			if (!g->seen[k] && atomic_load(&r->done)) {
+				g->seen[k] = 1;
+				if (r->status == LOOM_SUCCESS)
+					est_merge(e, g->in + e->len * (size_t)g->who[k]);
+				else
+					est_fail(e, g->who[k]);
+			}
+		}
+		for (k = 0; k < g->nf; k++) {
+			struct loom_treq *r = &io->t[g->ti[k]], *s = r + 1;
+			if (est_failed(e, g->who[k]) && !(atomic_load(&r->done) && atomic_load(&s->done))) {
+				loom_tcp_cancel(io->c->w->eng, r);
+				loom_tcp_cancel(io->c->w->eng, s);
+			}
+			left += !atomic_load(&r->done) || !atomic_load(&s->done);
+		}
+		if (!left)
+			break;
+		if (loom_now() >= io->deadline) {
+			for (k = 0; k < io->nt; k++)
+				loom_tcp_cancel(io->c->w->eng, &io->t[k]);
+			io->nt = 0;
+			return LOOM_ERR_TIMEOUT;
+		}
+		loom_bell_wait(&io->bell, bell, 0.1);
+	}
+	io->nt = 0;
+	return LOOM_SUCCESS;
+}
+
 /* phase 1: estimates to and from every member not known failed */
 static int gather(struct io *io, struct est *e)
 {
 	struct loom_comm *c = io->c;
-	int n = c->size, i, rc, nf = 0;
-	int *who = calloc((size_t)n, sizeof *who), *ti = calloc((size_t)n, sizeof *ti);
-	uint8_t *mine = malloc(e->len), *in = malloc(e->len * (size_t)n);
-	if (!who || !ti || !mine || !in) {
-		free(who); free(ti); free(mine); free(in);
-		return LOOM_ERR_NOMEM;
-	}
-	memcpy(mine, e->b, e->len);
-	for (i = 0; i < n; i++) {
+	struct g1 g = { 0 };
+	int n = c->size, i, rc;
+	uint8_t *mine = malloc(e->len);
+	g.who = calloc((size_t)n, sizeof *g.who);
+	g.ti = calloc((size_t)n, sizeof *g.ti);
+	g.seen = calloc((size_t)n, 1);
+	g.in = malloc(e->len * (size_t)n);
+	rc = g.who && g.ti && g.seen && g.in && mine ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
+	if (rc == LOOM_SUCCESS)
+		memcpy(mine, e->b, e->len);
+	for (i = 0; rc == LOOM_SUCCESS && i < n; i++) {
 		if (i == c->rank || est_failed(e, i))
 			continue;
-		who[nf] = i;
-		ti[nf++] = io->nt;
-		io_post(io, 0, i, TAG_GATHER, in + e->len * (size_t)i, e->len);
+		g.who[g.nf] = i;
+		g.ti[g.nf++] = io->nt;
+		io_post(io, 0, i, TAG_GATHER, g.in + e->len * (size_t)i, e->len);
 		io_post(io, 1, i, TAG_GATHER, mine, e->len);
 	}
-	rc = io_wait(io);
-	for (i = 0; rc == LOOM_SUCCESS && i < nf; i++) {
-		if (io->t[ti[i]].status == LOOM_SUCCESS)
-			est_merge(e, in + e->len * (size_t)who[i]);
-		else
-			est_fail(e, who[i]);
-	}
-	free(who); free(ti); free(mine); free(in);
+	if (rc == LOOM_SUCCESS)
+		rc = gather_wait(io, e, &g);
+	free(g.who); free(g.ti); free(g.seen); free(g.in); free(mine);
 	return rc;
 }
 
@@ -190,6 +240,8 @@ int loom_native_agree(struct loom_comm *c, int *flag)
 	struct est e;
 	int i, rc, lost = 0;
 	double t0 = loom_now();
+	if ((rc = loom_native_fenced(c)))
+		return rc;
 	if (est_init(&e, c->size))
 		return LOOM_ERR_NOMEM;
 	io.c = c;
@@ -209,7 +261,10 @@ int loom_native_agree(struct loom_comm *c, int *flag)
 		rc = rounds(&io, &e);
 	if (rc == LOOM_SUCCESS)
 		rc = keep_failed(c, &e);
+	if (rc == LOOM_SUCCESS)   /* fenced during the call: it agreed with nobody */
+		rc = loom_native_fenced(c);
 	if (rc == LOOM_SUCCESS) {
+		loom_native_fence_failed(c);
 		*flag = est_flag(&e);
 		for (i = 0; i < c->size; i++)
 			lost += est_failed(&e, i);

@@ -27,6 +27,10 @@ int loom_native_revoke(struct loom_comm *c);
 /* comm_ft.c: agreement among the survivors, and the shrink */
 int loom_native_agree(struct loom_comm *c, int *flag);
 int loom_native_shrink(struct loom_comm *c, struct loom_comm **out);
+/* comm_fence.c: LOOM_ERR_REVOKED when this process is fenced; the agreed
+ * failed members of c fenced in the engine */
+int loom_native_fenced(struct loom_comm *c);
+void loom_native_fence_failed(struct loom_comm *c);
 
 /* ---- progress.c: requests ---- */
 loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl);

@@ -165,7 +165,8 @@ struct loom_engine_cfg {
 #define LOOM_ABORT_ORIGIN(aux, from) \
 	((int)((uint64_t)(aux) >> 32) ? (int)((uint64_t)(aux) >> 32) - 1 : (from))
 struct loom_engine_hooks {
-	void (*peer_lost)(void *arg, int peer, int status);
+	void (*peer_lost)(void *arg, int peer, int status);  /* peer -1: this process was
+								 * fenced: every communicator */
 	int64_t (*control)(void *arg, int from, int type, uint64_t ctx, int64_t aux);
 	/* NULL: every address was given at create; else the address of a
 	 * peer given as port 0, asked for at its first dial (LOOM_SUCCESS) */
@@ -193,6 +194,14 @@ void loom_tcp_cancel(struct loom_engine *e, struct loom_treq *r);
 enum { CTL_ABORT = 2, CTL_STATUS_REQ = 3, CTL_STATUS_REP = 4, CTL_BYE = 5 };
 void loom_tcp_control(struct loom_engine *e, int peer, int type, uint64_t ctx, int64_t a);
 int loom_tcp_peer_gone(struct loom_engine *e, int peer);
+/* transport_tcp_heartbeat.c (LOOM_HEARTBEAT): fence a peer agreed failed
+ * (told if it still listens, closed, its hellos declined from now on);
+ * whether this process fenced itself (it was silent long enough to be
+ * counted failed); probe a peer: dial it if never connected, 1 when it
+ * is known gone */
+void loom_tcp_fence(struct loom_engine *e, int peer);
+int loom_tcp_fenced(struct loom_engine *e);
+int loom_tcp_probe(struct loom_engine *e, int peer);
 
 /* one transfer of an operation (xfer.c starts them; the shm rings and
  * the engine move their bytes) */
@@ -223,6 +232,11 @@ struct loom_shm_group {
 	double timeout;                /* how long the local ranks may be apart at attach */
 	char name[64];                 /* the communicator's name, for log lines */
 	const struct loom_rankmap *members;  /* local index -> communicator rank */
+	/* NULL, or asked while the attach waits for the local peers (at most
+	 * every 0.1 s; not kept after): a status once one of them is known
+	 * gone, else 0 */
+	int (*lost)(void *arg);
+	void *lost_arg;
 };
 struct loom_rankmap;
 struct loom_shm;
@@ -241,6 +255,8 @@ struct loom_bell *loom_shm_bell(struct loom_shm *s);
 /* its process no longer exists; it sleeps on its bell (s NULL: 0, both) */
 int loom_shm_peer_gone(struct loom_shm *s, int local_idx);
 int loom_shm_peer_asleep(struct loom_shm *s, int local_idx);
+/* its process is stopped now (SIGSTOP, a debugger): /proc/PID/stat */
+int loom_shm_peer_stopped(struct loom_shm *s, int local_idx);
 /* here: note the CPU this rank runs on (as it posts a fast box or begins
  * a wait); beside: the local peer last noted the caller's CPU, so it is
  * not running now (unless moved since): spinning for it only keeps it

@@ -218,10 +218,24 @@ int loom_shm_segment_create(const char *name, size_t size)
 	return fd;
 }
 
-/* the others wait for the leader's segment (never creating one) */
-int loom_shm_segment_open(const char *name, size_t size, double deadline)
+/* a waiter's look at its local peers, at most every 0.1 s: a status
+ * (LOOM_ERR_PEER_LOST) once one is known gone, else 0 */
+static int watch_peers(const struct loom_shm_group *g, double *next)
+{
+	double now;
+	if (!g || !g->lost || (now = loom_now()) < *next)
+		return 0;
+	*next = now + 0.1;
+	return g->lost(g->lost_arg);
+}
+
+/* the others wait for the leader's segment (never creating one), or
+ * give up when g (if any) says a local peer is gone */
+static int segment_wait(const char *name, size_t size, double deadline,
+			const struct loom_shm_group *g, int *lost)
 {
 	useconds_t nap = 100;
+	double next = 0;
 	for (;;) {
 		int fd = shm_open(name, O_RDWR, 0), ok;
 		if (fd < 0 && errno != ENOENT) {
@@ -240,12 +254,23 @@ int loom_shm_segment_open(const char *name, size_t size, double deadline)
 			LOOM_ERR("shared memory %s: the node's first rank did not create it in time", name);
 			return -1;
 		}
+		if ((*lost = watch_peers(g, &next))) {
+			LOOM_ERR("shared memory %s: given up before it was made: %s (a rank of this node "
+				 "is gone, or the communicator it is made for failed)", name, loom_strerror(*lost));
+			return -1;
+		}
 		/* a growing pause, 0.1 to 6.4 ms: many ranks of a node may wait
 		 * here while the first is still starting on the same cores */
 		usleep(nap);
 		if (nap < 6400)
 			nap *= 2;
 	}
+}
+
+int loom_shm_segment_open(const char *name, size_t size, double deadline)
+{
+	int lost = 0;
+	return segment_wait(name, size, deadline, NULL, &lost);
 }
 
 static void shm_free(struct loom_shm *s)
@@ -263,21 +288,25 @@ static void shm_free(struct loom_shm *s)
  * take the core from the very ranks it waits for. */
 static int wait_attached(struct loom_shm *s, double deadline)
 {
+	double next = 0;
+	int lost;
 	for (;;) {
 		uint32_t n = atomic_load(&s->hdr->attached);
 		double left = deadline - loom_now();
 		if (n >= (uint32_t)s->nlocal)
 			return 0;
 		if (left <= 0)
-			return -1;
-		loom_futex_wait(&s->hdr->attached, n, left < 1 ? left : 1);
+			return LOOM_ERR_TIMEOUT;
+		if ((lost = watch_peers(&s->g, &next)))
+			return lost;
+		loom_futex_wait(&s->hdr->attached, n, left < 0.1 ? left : 0.1);
 	}
 }
 
 int loom_shm_attach(const struct loom_shm_group *g, struct loom_shm **out)
 {
 	struct loom_shm *s = calloc(1, sizeof *s);
-	int fd, nl = g->local_size, me = g->local_rank;
+	int fd, nl = g->local_size, me = g->local_rank, lost = 0, rc;
 	uint32_t n;
 	/* the local ranks may reach a communicator's making as far apart as
 	 * they may reach a collective (the node's communicators are made in
@@ -295,10 +324,10 @@ int loom_shm_attach(const struct loom_shm_group *g, struct loom_shm **out)
 	segment_name(s, -1, -1, s->name);
 	fd = !s->out || !s->in || !s->done_seen ? -2
 	     : me == 0 ? loom_shm_segment_create(s->name, s->size)
-		       : loom_shm_segment_open(s->name, s->size, loom_now() + wait);
+		       : segment_wait(s->name, s->size, loom_now() + wait, g, &lost);
 	if (fd < 0) {
 		shm_free(s);
-		return fd == -2 ? LOOM_ERR_NOMEM : LOOM_ERR_SYSTEM;
+		return lost ? lost : fd == -2 ? LOOM_ERR_NOMEM : LOOM_ERR_SYSTEM;
 	}
 	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
@@ -324,15 +353,21 @@ int loom_shm_attach(const struct loom_shm_group *g, struct loom_shm **out)
 	 * and freed the communicator at once (a broadcast root's sends are
 	 * eager) would otherwise unlink the name under a peer still to open
 	 * it. The ranks are all here (a communicator is made collectively). */
-	else if (wait_attached(s, loom_now() + wait)) {
-		LOOM_ERR("comm %s: shared memory %s: %u of %d local ranks mapped it within %.0f s (LOOM_TIMEOUT); "
-			 "a rank of this node did not come (LOOM_TRANSPORT=tcp avoids shared memory)",
-			 g->name, s->name, (unsigned)atomic_load(&s->hdr->attached), nl, wait);
+	else if ((rc = wait_attached(s, loom_now() + wait))) {
+		if (rc == LOOM_ERR_TIMEOUT)
+			LOOM_ERR("comm %s: shared memory %s: %u of %d local ranks mapped it within %.0f s (LOOM_TIMEOUT); "
+				 "a rank of this node did not come (LOOM_TRANSPORT=tcp avoids shared memory)",
+				 g->name, s->name, (unsigned)atomic_load(&s->hdr->attached), nl, wait);
+		else
+			LOOM_ERR("comm %s: shared memory %s: given up before every local rank mapped it: %s "
+				 "(a rank of this node is gone, or the communicator it is made for failed)",
+				 g->name, s->name, loom_strerror(rc));
 		shm_unlink(s->name);
 		munmap(s->base, s->size);
 		shm_free(s);
-		return LOOM_ERR_TIMEOUT;
+		return rc;
 	}
+	s->g.lost = NULL;   /* the watch lives for the attach only */
 	*out = s;
 	LOOM_TRACE("comm %s: shm segment %s, %d local ranks", g->name, s->name, nl);
 	return LOOM_SUCCESS;
@@ -421,6 +456,28 @@ int loom_shm_peer_gone(struct loom_shm *s, int local_idx)
 {
 	pid_t pid = s ? s->bells[local_idx].pid : 0;
 	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/* its state in /proc/PID/stat, the letter after "(comm) " (comm may hold
+ * spaces and parentheses: the last ')' ends it) */
+int loom_shm_peer_stopped(struct loom_shm *s, int local_idx)
+{
+	pid_t pid = s ? s->bells[local_idx].pid : 0;
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
 int loom_shm_peer_asleep(struct loom_shm *s, int local_idx)

@@ -49,6 +49,7 @@ static void conn_up(struct loom_engine *e, int i, int fd)
 	p->fd = fd;
 	p->state = C_UP;
 	p->tries = 0;
+	p->heard = p->pinged = loom_now();
 	LOOM_TRACE("connected to rank %d", i);
 	if (e->closing)
 		loom_tcp_say_bye(e, i);
@@ -103,8 +104,9 @@ void loom_tcp_stray_step(struct loom_engine *e, struct peer *p)
 		loom_tcp_drop_dial(&p->stray);
 }
 
-/* dials past their peer's LOOM_BOOTSTRAP_TIMEOUT give up; declined ones
- * whose pause is over dial again */
+/* dials past their peer's LOOM_BOOTSTRAP_TIMEOUT, or one attempt
+ * unanswered for LOOM_HEARTBEAT, give up; declined ones whose pause is
+ * over dial again */
 void loom_tcp_dial_timers(struct loom_engine *e, double now)
 {
 	int i, k;
@@ -112,7 +114,10 @@ void loom_tcp_dial_timers(struct loom_engine *e, double now)
 		struct peer *p = PEER(e, i = e->act[k]);
 		if (p->gone || (p->state != C_DIAL && p->state != C_WAIT))
 			continue;
-		if (p->until < now)
+		if (p->state == C_DIAL && e->hb > 0 && now - p->dial_at > e->hb)
+			/* a live engine answers (or declines) a dial as fast as a ping */
+			loom_tcp_peer_lost(e, i, "no answer to our dial within LOOM_HEARTBEAT");
+		else if (p->until < now)
 			loom_tcp_peer_lost(e, i, p->tries
 					   ? "it declined every hello we sent within "
 					     "LOOM_BOOTSTRAP_TIMEOUT (another LOOM_JOB_SECRET?)"
@@ -138,7 +143,8 @@ static int hello_accepted(void *arg, const struct loom_hs_peer *hp)
 	if (!(p = loom_tcp_peer_get(e, hp->rank)))
 		return 0;
 	if (p->gone || p->state == C_UP)
-		return LOOM_HS_DECLINE;  /* the loser of a race whose winner came first */
+		return LOOM_HS_DECLINE;  /* the loser of a race whose winner came first, or
+					  * a rank lost or fenced: out for good */
 	if (p->state == C_DIAL && hp->rank > e->self)
 		return LOOM_HS_DECLINE;  /* ours, dialed by the lower rank, wins */
 	if (loom_hs_reply(e->key, hp, NULL, 0, NULL, loom_now() + 5.0))

@@ -170,9 +170,10 @@ static void *engine_main(void *arg)
 	while (!e->stop) {
 		double now = loom_now(), wake;
 		int k;
+		wake = loom_tcp_heartbeat_round(e, now, now + 0.5);
 		if (pollset_fit(e, &ps))
 			continue;
-		wake = pollset_fill(e, &ps, now + 0.5);
+		wake = pollset_fill(e, &ps, wake);
 		pthread_mutex_unlock(&e->lock);
 		k = poll(ps.pf, (nfds_t)ps.n, wake > now ? (int)((wake - now) * 1000) + 1 : 0);
 		pthread_mutex_lock(&e->lock);
@@ -227,6 +228,7 @@ int loom_engine_create(struct loom_engine **out, const struct loom_engine_cfg *c
 	e->listen_fd = listen_fd;
 	e->evfd = -1;
 	engine_settings(e);
+	loom_tcp_heartbeat_init(e);
 	memcpy(e->key, key, sizeof e->key);
 	loom_tcp_hello_init(e, cfg);
 	*out = e;

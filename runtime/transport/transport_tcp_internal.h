@@ -12,6 +12,8 @@
  *                           first, the rendezvous of large messages
  *   transport_tcp_conn.c    connections: dialing, the mesh hello both ways,
  *                           races, retries, goodbyes
+ *   transport_tcp_heartbeat.c  pings, silent peers lost, fences (this
+ *                           process's own, and of peers agreed failed)
  *   transport_tcp_read.c    reading: headers and payloads, each header to
  *                           its kind's handler (match's, or the control
  *                           messages handled there)
@@ -59,6 +61,9 @@
 #define T_CTS 17
 #define T_RDATA 18
 #define RNDV_BYTES (64u << 10)
+/* the heartbeat's (transport_tcp_heartbeat.c): a ping, and "you are out" */
+#define T_PING 32
+#define T_FENCE 33
 #define BURST (8u << 20)
 
 struct wire {
@@ -93,10 +98,12 @@ struct peer {
 	struct loom_hs_dialer *stray; /* our dial that lost a race: run to its quiet refusal */
 	double until;         /* C_DIAL, C_WAIT: given up then */
 	double retry_at;      /* C_WAIT: dial again then */
+	double dial_at;       /* C_DIAL: this attempt began then */
 	int tries;            /* dials declined so far */
 	int bye_sent;
 	int bye;              /* said goodbye */
 	int gone;             /* connection closed */
+	double heard, pinged; /* C_UP: when a byte last came from it, our last ping */
 	struct loom_treq *sq, *sq_tail;
 	size_t shoff;         /* header bytes of sq sent */
 	unsigned char rh[HDR_LEN];
@@ -141,6 +148,9 @@ struct loom_engine {
 	uint32_t *ip;
 	uint16_t *port;
 	double timeout;       /* LOOM_TIMEOUT: how long destroy waits for goodbyes (30 s at most) */
+	double hb;            /* LOOM_HEARTBEAT: seconds, 0 off */
+	double hb_round;      /* when the engine's loop last ran */
+	int fenced;           /* this process is out: no connection, no hello */
 	void *arg;            /* the hooks' */
 	const struct loom_engine_hooks *hooks;
 	char scratch[65536];
@@ -221,6 +231,12 @@ void loom_tcp_dial_step(struct loom_engine *e, int i);   /* p->dial's socket is 
 void loom_tcp_stray_step(struct loom_engine *e, struct peer *p);  /* p->stray's is */
 void loom_tcp_dial_timers(struct loom_engine *e, double now);  /* give up, dial again */
 void loom_tcp_say_bye(struct loom_engine *e, int i);
+
+/* ---- transport_tcp_heartbeat.c ---- */
+void loom_tcp_heartbeat_init(struct loom_engine *e);
+/* a round of the engine's loop: returns when its poll must return at the latest */
+double loom_tcp_heartbeat_round(struct loom_engine *e, double now, double wake);
+void loom_tcp_self_fence(struct loom_engine *e, const char *why);
 
 /* ---- transport_tcp_read.c ---- */
 int loom_tcp_do_read(struct loom_engine *e, int i);   /* 0, or -1: the peer went away */

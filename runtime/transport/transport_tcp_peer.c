@@ -35,6 +35,7 @@ struct peer *loom_tcp_peer_get(struct loom_engine *e, int i)
 	if (!(p = calloc(1, sizeof *p)))
 		return NULL;
 	p->fd = -1;
+	p->gone = e->fenced;  /* a fenced process reaches nobody */
 	p->ip = e->ip ? e->ip[i] : 0;
 	p->port = e->port ? e->port[i] : 0;
 	if (loom_intmap_put(&e->peers, i, p)) {
@@ -143,6 +144,7 @@ void loom_tcp_dial_start(struct loom_engine *e, int i)
 	}
 	if (p->state == C_IDLE)
 		p->until = loom_now() + e->connect_tmo;
+	p->dial_at = loom_now();
 	p->state = C_DIAL;
 	loom_tcp_wake_engine(e);   /* the engine polls the new socket */
 }

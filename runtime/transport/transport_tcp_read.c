@@ -8,6 +8,7 @@
  * runs with e->lock held. */
 #include "transport/transport_tcp_internal.h"
 
+#include <stdio.h>
 #include <sys/socket.h>
 
 /* ---- control messages that come ---- */
@@ -84,6 +85,14 @@ static int got_header(struct loom_engine *e, int i, struct peer *p)
 	case T_RDATA:
 		loom_tcp_got_rdata(e, i, &h);
 		return 0;
+	case T_PING:
+		return 0;   /* it is alive: p->heard says so */
+	case T_FENCE: {
+		char why[80];
+		snprintf(why, sizeof why, "rank %d counts it failed (a fence notice came)", i);
+		loom_tcp_self_fence(e, why);
+		return -1;
+	}
 	default:
 		got_control(e, i, &h);
 		return 0;
@@ -129,6 +138,7 @@ int loom_tcp_do_read(struct loom_engine *e, int i)
 				continue;
 			return rc;
 		}
+		p->heard = loom_now();
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		if (p->rstate == 0) {
 			p->rhoff += (size_t)n;
