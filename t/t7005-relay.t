@@ -76,7 +76,7 @@ if grep -q "^#define HAVE_PMIX 1" "$LOOM_BUILD_DIR/config.h"; then
 test_expect_success 'PMIx: two connections to rank 0s mesh listener, each ones challenge passed to the other: both refused, the job is right' '
 	H=$TEST_TMP/hold.$$
 	rm -rf "$H" && mkdir -p "$H" &&
-	{ LOOM_BOOTSTRAP_TIMEOUT=60 timeout 90 srun --mpi=pmix -N2 -n2 "$VICTIM" --hold "$H" \
+	{ LOOM_BOOTSTRAP_TIMEOUT=60 timeout 90 srun --mpi=pmix -N2 -n2 "$VICTIM" --hold "$H" --linger "$H" \
 		>"$TEST_TMP/job.out" 2>"$TEST_TMP/job.err" & } &&
 	JOB=$! &&
 	timeout 60 sh -c "while [ ! -f $H/rank0 ]; do sleep 0.1; done" &&
@@ -87,7 +87,12 @@ test_expect_success 'PMIx: two connections to rank 0s mesh listener, each ones c
 	echo "rank 0 mesh listener: $L" &&
 	{ as_nobody timeout 60 python3 "$RELAY" mesh "$L" >"$TEST_TMP/relay.out" 2>&1 & } &&
 	RPID=$! && sleep 1 &&
-	touch "$H/go" && wait $JOB && RC=0 || RC=$?
+	touch "$H/go" &&
+	# the ranks stay (after their allreduce) until the relay has its
+	# verdict: a close it sees is rank 0 refusing, not rank 0 gone
+	timeout 60 sh -c "until grep -q \"^relay: \(refused\|crossed\)\" $TEST_TMP/relay.out; do sleep 0.1; done" ||
+		echo "the relay gave no verdict within 60 s"
+	touch "$H/end" && wait $JOB && RC=0 || RC=$?
 	wait $RPID || true
 	cat "$TEST_TMP/relay.out" "$TEST_TMP/job.out"; grep -v "^srun: " "$TEST_TMP/job.err" | head -20
 	test $RC = 0 && grep -q "^relay: refused: 2 of 2" "$TEST_TMP/relay.out" &&

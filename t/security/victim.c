@@ -5,6 +5,9 @@
  *                       joins at once; every other rank waits for DIR/go
  *                       before loom_init, so the test can attack while the
  *                       world is still forming. Then one allreduce, checked.
+ *   victim --linger DIR after the allreduce, every rank waits for DIR/end
+ *                       before loom_finalize: what the test's attacker
+ *                       sees closing is a refusal, never a rank gone.
  *   victim --impostor   loom_init is expected to fail: prints why, exits 3
  *                       if it failed (the defence held), 0 if it joined.
  */
@@ -47,13 +50,15 @@ int main(int argc, char **argv)
 	enum { N = 1024 };
 	static float x[N], y[N];
 	loom_comm_t *w = NULL;
-	const char *dir = NULL;
+	const char *dir = NULL, *linger = NULL;
 	int impostor = 0, r = env_rank(), rc, me, n, i, bad = 0;
 	double t0;
 	char path[512];
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--hold") && i + 1 < argc)
 			dir = argv[++i];
+		else if (!strcmp(argv[i], "--linger") && i + 1 < argc)
+			linger = argv[++i];
 		else if (!strcmp(argv[i], "--impostor"))
 			impostor = 1;
 	}
@@ -101,6 +106,12 @@ int main(int argc, char **argv)
 		printf("rank %d: allreduce right (%d ranks)\n", me, n);
 	else
 		printf("rank %d: allreduce WRONG: %s, %d wrong\n", me, loom_strerror(rc), bad);
+	fflush(stdout);
+	if (linger) {
+		snprintf(path, sizeof path, "%s/end", linger);
+		if (wait_for(path, 120))
+			fprintf(stderr, "victim: rank %d: no %s within 120 s\n", r, path);
+	}
 	loom_finalize(w);
 	return rc || bad;
 }
