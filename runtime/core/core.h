@@ -27,6 +27,8 @@ int loom_native_revoke(struct loom_comm *c);
 /* comm_ft.c: agreement among the survivors, and the shrink */
 int loom_native_agree(struct loom_comm *c, int *flag);
 int loom_native_shrink(struct loom_comm *c, struct loom_comm **out);
+/* comm_grow.c: the members and nnew newcomers (core/grow.h) */
+int loom_native_grow(struct loom_comm *c, int nnew, struct loom_comm **out);
 
 /* ---- progress.c: requests ---- */
 loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl);
