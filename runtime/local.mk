@@ -63,6 +63,7 @@ dist_check_SCRIPTS += \
 	t/t2003-runtime-comm.t \
 	t/t2004-runtime-failures.t \
 	t/t2010-runtime-shrink.t \
+	t/t2011-runtime-grow.t \
 	t/t2005-runtime-scale.t \
 	t/t2006-runtime-direct-reads.t \
 	t/t2008-runtime-staged.t \

@@ -173,7 +173,7 @@ static int bootstrap(struct loom_world *w, struct loom_boot *b)
 	int rc;
 	memset(b, 0, sizeof *b);
 	b->listen_fd = -1;
-	if (getenv("LOOM_JOIN") && *getenv("LOOM_JOIN") && strcmp(getenv("LOOM_JOIN"), "0")) {
+	if (getenv("LOOM_JOIN") && *getenv("LOOM_JOIN")) {   /* the step joined: loom.so's --loom-join */
 		w->how = "join";
 		rc = loom_boot_join(b);
 		w->joined = rc == LOOM_SUCCESS;

@@ -17,6 +17,7 @@
  *   rank R: grown: rank r of n sum X want Y ok     (R: "new" for a newcomer)
  *   rank R: grown-vec: ... ok, rank R: grown-split: ... ok
  *   rank R: grow: status S                          (when the grow failed)
+ *   rank 0: master port P                           (where the newcomers come)
  *   rank R: done
  * Each process exits 0 only when every check passed. */
 #include "loom.h"
@@ -149,6 +150,8 @@ int main(int argc, char **argv)
 		snprintf(who, sizeof who, "new %d", loom_comm_rank(w));
 	else
 		snprintf(who, sizeof who, "rank %d", loom_comm_rank(w));
+	if (strcmp(mode, "join") && loom_comm_rank(w) == 0)
+		printf("%s: master port %s\n", who, getenv("MASTER_PORT") ? getenv("MASTER_PORT") : "unset");
 	if (!strcmp(mode, "join"))
 		bad = use_grown(w);
 	else if (!strcmp(mode, "grow"))

@@ -1,0 +1,64 @@
+#!/bin/sh
+# Growing a communicator on the live cluster (docs/fault-tolerance.md,
+# "Grow"): a job of three nodes runs its world on two (step 0); the
+# newcomers come on the third with the one srun line
+#   srun --jobid=$SLURM_JOB_ID --overlap -N1 -n K -w n3 --loom-join PROG
+# and loom_init gives them the grown communicator, the members' ranks
+# first: sums on it, a vector allreduce (shared memory and TCP) and a
+# split of it are right on every process. Once with nobody lost; once
+# after both ranks of n2 died by SIGKILL at a random iteration and the
+# survivors shrank (then grow by 2). LOOM_TIMEOUT=60 bounds every wait
+# and timeout each srun and the job: a hang fails, it never passes.
+. "$LOOM_SRC_DIR/t/lib/test-lib.sh"
+. "$LOOM_SRC_DIR/t/runtime/lib.sh"
+LOOM_TEST_NODES=3
+export LOOM_TEST_NODES
+test_need_plugin
+test_need_cluster
+. "$LOOM_SRC_DIR/t/lib/jobs.sh"
+GROW=$LOOM_BUILD_DIR/t/runtime/grow-check
+
+# the job: its world on n1 and n2 (step 0), n3 kept for the newcomers
+cat >"$TEST_TMP/job.sh" <<EOF
+#!/bin/sh
+timeout -k 10 240 srun -N2 -n4 --ntasks-per-node=2 -w n1,n2 -K0 --no-kill $GROW "\$@"
+EOF
+chmod +x "$TEST_TMP/job.sh"
+
+# grow_run NAME NNEW ARGS...: the job with the world's ARGS; once rank 0
+# runs, the NNEW newcomers' srun line; then the job's end
+grow_run() {
+	local name=$1 nnew=$2 job; shift 2
+	job=$(LOOM_TIMEOUT=60 sbatch --parsable -N3 --ntasks-per-node=2 --no-kill \
+		-o "$TEST_TMP/$name.out" "$TEST_TMP/job.sh" "$@") && echo "job $job" &&
+	wait_for "$TEST_TMP/$name.out" "rank 0: master port" 120 &&
+	{ LOOM_TIMEOUT=60 srun --jobid="$job" --overlap -N1 -n"$nnew" -w n3 --loom-join $GROW join \
+		>"$TEST_TMP/$name.join" 2>&1 || echo "the newcomers' srun exited $?"; } &&
+	wait_state "$job" 240 COMPLETED FAILED CANCELLED TIMEOUT &&
+	cat "$TEST_TMP/$name.out" "$TEST_TMP/$name.join"
+}
+
+# grown NAME M N SUM: M members and N - M newcomers (ranks M..N-1)
+# passed every check on the grown communicator of N, whose sum is SUM
+grown() {
+	test "$(grep -Ec "^rank [0-9]+: grown: rank [0-9]+ of $3 sum $4 want $4 ok\$" "$TEST_TMP/$1.out")" -eq "$2" &&
+	test "$(grep -Ec "^new [0-9]+: grown: rank [0-9]+ of $3 sum $4 want $4 ok\$" "$TEST_TMP/$1.join")" -eq $(($3 - $2)) &&
+	for r in $(seq "$2" $(($3 - 1))); do grep -q "^new $r: grown: rank $r of $3 " "$TEST_TMP/$1.join" || return 1; done &&
+	test "$(cat "$TEST_TMP/$1.out" "$TEST_TMP/$1.join" | grep -Ec ': grown-vec: .* ok$')" -eq "$3" &&
+	test "$(cat "$TEST_TMP/$1.out" "$TEST_TMP/$1.join" | grep -Ec ': grown-split: .* ok$')" -eq "$3" &&
+	test "$(grep -Ec '^rank [0-9]+: done$' "$TEST_TMP/$1.out")" -eq "$2" &&
+	test "$(grep -Ec '^new [0-9]+: done$' "$TEST_TMP/$1.join")" -eq $(($3 - $2)) &&
+	! cat "$TEST_TMP/$1.out" "$TEST_TMP/$1.join" | grep -E 'FAIL|WRONG'
+}
+
+test_expect_success '4 ranks on n1,n2 grow by 2 newcomers on n3: 6 ranks, right sums' '
+	grow_run plain 2 grow 2 &&
+	grown plain 4 6 21
+'
+test_expect_success 'both ranks of n2 killed: the 2 survivors shrink, then grow by 2 on n3' '
+	it=$(( $(loom_rand 39) + 1 )) && echo "iteration $it" &&
+	grow_run healed 2 kill 2,3 $it 2 &&
+	test "$(grep -Ec "^rank [01]: shrunk: rank [01] of 2 sum 3 want 3 ok\$" "$TEST_TMP/healed.out")" -eq 2 &&
+	grown healed 2 4 10
+'
+test_done
