@@ -240,6 +240,13 @@ int loom_native_grow(struct loom_comm *c, int nnew, struct loom_comm **out)
 	int rc, base = 0;
 	double t0 = loom_now();
 	*out = NULL;
+	if (!strcmp(c->w->how, "single")) {
+		LOOM_ERR("comm %s: grow: a world started alone (no RANK / WORLD_SIZE, no PMIx) has no engine "
+			 "to take newcomers", c->name);
+		free(t.p);
+		free(m);
+		return LOOM_ERR_UNSUPPORTED;
+	}
 	if (!t.p || !m) {
 		free(t.p);
 		free(m);
