@@ -18,6 +18,7 @@
 #include "flight_dir.h"
 #include "hostlist.h"
 #include "job_key.h"
+#include "job_secret.h"
 #include "job_log.h"
 #include "launch_env.h"
 #include "loom_spank.h"
@@ -82,6 +83,13 @@ static int regular_step(spank_t sp)
 static int getenv_sp(spank_t sp, const char *name, char *buf, int len)
 {
 	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS;
+}
+
+/* LOOM_JOB_SECRET made by srun (not the user's own) */
+static int secret_is_srun(spank_t sp)
+{
+	char by[16];
+	return getenv_sp(sp, LOOM_JOB_SECRET_BY_VAR, by, sizeof by) && !strcmp(by, "srun");
 }
 
 /* messages for the user: the task's stderr is the user's by task_init */
@@ -280,7 +288,7 @@ int loom_remote_user_init(spank_t sp)
 		return -1;
 	if (regular_step(sp))
 		find_master(sp);
-	if (loom_eff.join && regular_step(sp) && !remote.have_job_key) {
+	if (loom_eff.join && regular_step(sp) && !remote.have_job_key && secret_is_srun(sp)) {
 		snprintf(remote.node_error, sizeof remote.node_error, "--loom-join: %s",
 			 remote.job_key_error[0] ? remote.job_key_error : "no job key");
 		return 0;
@@ -653,19 +661,22 @@ static int join_env(spank_t sp, const struct loom_task_info *ti)
 	return spank_setenv(sp, "MASTER_PORT", buf, 1) == ESPANK_SUCCESS ? 0 : -1;
 }
 
-/* LOOM_JOB_SECRET from the job key: this step's, or with --loom-join the
- * secret of the step whose world it joins; without a job key srun's
- * random one stays (docs/security.md) */
+/* LOOM_JOB_SECRET from the job key in place of srun's random one: this
+ * step's, or with --loom-join the secret of the step whose world it
+ * joins; without a job key srun's stays, and the user's own is always
+ * kept (docs/security.md) */
 static int step_secret(spank_t sp, const struct loom_task_info *ti)
 {
-	char hex[65];
+	char hex[33];
 	uint32_t step = loom_eff.join ? (uint32_t)loom_eff.join_step : ti->step_id;
-	int rc;
-	if (!remote.have_job_key)
-		return 0;
-	loom_job_key_step_secret(remote.job_key, step, hex);
-	rc = spank_setenv(sp, "LOOM_JOB_SECRET", hex, 1) == ESPANK_SUCCESS ? 0 : -1;
-	memset(hex, 0, sizeof hex);
+	int rc = 0;
+	if (remote.have_job_key && secret_is_srun(sp)) {
+		loom_job_key_step_secret(remote.job_key, step, hex);
+		if (spank_setenv(sp, LOOM_JOB_SECRET_VAR, hex, 1) != ESPANK_SUCCESS ||
+		    spank_setenv(sp, LOOM_JOB_SECRET_BY_VAR, "job-key", 1) != ESPANK_SUCCESS)
+			rc = -1;
+		memset(hex, 0, sizeof hex);
+	}
 	if (rc == 0 && loom_eff.join)
 		rc = join_env(sp, ti);
 	if (rc < 0)

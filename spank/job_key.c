@@ -73,7 +73,7 @@ int loom_job_key_derive(const char *path, uint32_t job, uint32_t restarts,
 	return ok ? 0 : -1;
 }
 
-void loom_job_key_step_secret(const unsigned char key[LOOM_JOB_KEY_LEN], uint32_t step, char hex[65])
+void loom_job_key_step_secret(const unsigned char key[LOOM_JOB_KEY_LEN], uint32_t step, char hex[33])
 {
 	static const char digits[] = "0123456789abcdef";
 	unsigned char msg[10 + 4], mac[32];
@@ -82,10 +82,10 @@ void loom_job_key_step_secret(const unsigned char key[LOOM_JOB_KEY_LEN], uint32_
 	memcpy(msg, "loom step", 10);
 	put32(msg + 10, step);
 	HMAC(EVP_sha256(), key, LOOM_JOB_KEY_LEN, msg, sizeof msg, mac, &len);
-	for (i = 0; i < 32; i++) {
+	for (i = 0; i < 16; i++) {
 		hex[2 * i] = digits[mac[i] >> 4];
 		hex[2 * i + 1] = digits[mac[i] & 15];
 	}
-	hex[64] = 0;
+	hex[32] = 0;
 	OPENSSL_cleanse(mac, sizeof mac);
 }

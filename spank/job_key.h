@@ -2,7 +2,7 @@
  * from it (docs/security.md). loom.so computes them as root in
  * slurmstepd, where the munge key is readable:
  *   K_job  = HMAC-SHA256(munge key, "loom job" 0 || job id || restarts)
- *   secret = HMAC-SHA256(K_job, "loom step" 0 || step id), in hex
+ *   secret = HMAC-SHA256(K_job, "loom step" 0 || step id), 128 bits in hex
  * (ids little-endian 32 bits). Every node of the job computes the same,
  * no process without the munge key can, another job (or the same job
  * after a requeue) gets another, and a --loom-join step gets the secret
@@ -20,7 +20,8 @@
  * why, and what to do. */
 int loom_job_key_derive(const char *path, uint32_t job, uint32_t restarts,
 			unsigned char key[LOOM_JOB_KEY_LEN], char *err, size_t errlen);
-/* step's secret as 64 hex digits and a NUL into hex (65 bytes) */
-void loom_job_key_step_secret(const unsigned char key[LOOM_JOB_KEY_LEN], uint32_t step, char hex[65]);
+/* step's secret, the first 128 bits of its HMAC, as 32 hex digits and
+ * a NUL into hex (33 bytes: the length of srun's random ones) */
+void loom_job_key_step_secret(const unsigned char key[LOOM_JOB_KEY_LEN], uint32_t step, char hex[33]);
 
 #endif
