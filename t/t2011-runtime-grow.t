@@ -7,7 +7,9 @@
 # first: sums on it, a vector allreduce (shared memory and TCP) and a
 # split of it are right on every process. Once with nobody lost; once
 # after both ranks of n2 died by SIGKILL at a random iteration and the
-# survivors shrank (then grow by 2). LOOM_TIMEOUT=60 bounds every wait
+# survivors shrank (then grow by 2). Without a readable munge key a
+# --loom-join step fails at once, naming the file, and the other steps
+# keep srun's random secret. LOOM_TIMEOUT=60 bounds every wait
 # and timeout each srun and the job: a hang fails, it never passes.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
 . "$LOOM_SRC_DIR/t/runtime/lib.sh"
@@ -60,5 +62,21 @@ test_expect_success 'both ranks of n2 killed: the 2 survivors shrink, then grow 
 	grow_run healed 2 kill 2,3 $it 2 &&
 	test "$(grep -Ec "^rank [01]: shrunk: rank [01] of 2 sum 3 want 3 ok\$" "$TEST_TMP/healed.out")" -eq 2 &&
 	grown healed 2 4 10
+'
+test_expect_success 'a step'"'"'s secret comes from the job key (LOOM_JOB_SECRET_BY=job-key)' '
+	srun -N1 -n1 sh -c "echo \$LOOM_JOB_SECRET_BY" >"$TEST_TMP/by.out" 2>&1 &&
+	cat "$TEST_TMP/by.out" && grep -qx "job-key" "$TEST_TMP/by.out"
+'
+test_expect_success 'an unreadable munge key: --loom-join fails naming the file; other steps keep srun'"'"'s secret' '
+	cluster_plugstack "munge_key=/nonexistent/munge.key" &&
+	{ srun -N1 -n1 --loom-join $GROW join >"$TEST_TMP/nokey.out" 2>&1 && rc=0 || rc=$?; } &&
+	srun -N1 -n1 sh -c "echo \$LOOM_JOB_SECRET_BY" >"$TEST_TMP/nokey-by.out" 2>&1 &&
+	cluster_plugstack "" &&
+	cat "$TEST_TMP/nokey.out" "$TEST_TMP/nokey-by.out" && echo "exit $rc" &&
+	test "$rc" != 0 &&
+	grep -q "loom: --loom-join: cannot read the munge key /nonexistent/munge.key" "$TEST_TMP/nokey.out" &&
+	grep -q "munge_key=PATH" "$TEST_TMP/nokey.out" &&
+	! grep -q ": grown:" "$TEST_TMP/nokey.out" &&
+	grep -qx srun "$TEST_TMP/nokey-by.out"
 '
 test_done
