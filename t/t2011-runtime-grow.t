@@ -7,7 +7,9 @@
 # first: sums on it, a vector allreduce (shared memory and TCP) and a
 # split of it are right on every process. Once with nobody lost; once
 # after both ranks of n2 died by SIGKILL at a random iteration and the
-# survivors shrank (then grow by 2). Without a readable munge key a
+# survivors shrank (then grow by 2). loom-dp-train --heal
+# --spare-wait takes two spares after a node died, or goes on with fewer
+# ranks when none comes, bit-identical either way. Without a readable munge key a
 # --loom-join step fails at once, naming the file, and the other steps
 # keep srun's random secret. LOOM_TIMEOUT=60 bounds every wait
 # and timeout each srun and the job: a hang fails, it never passes.
@@ -62,6 +64,63 @@ test_expect_success 'both ranks of n2 killed: the 2 survivors shrink, then grow 
 	grow_run healed 2 kill 2,3 $it 2 &&
 	test "$(grep -Ec "^rank [01]: shrunk: rank [01] of 2 sum 3 want 3 ok\$" "$TEST_TMP/healed.out")" -eq 2 &&
 	grown healed 2 4 10
+'
+# loom-dp-train --heal --spare-wait: both ranks of n3 die at a random
+# step; the survivors shrink and wait for 2 spares, which the test starts
+# on n3 with the one srun line; the 6 ranks finish with the parameters of
+# one process (the rank count does not change them)
+DP=$LOOM_BUILD_DIR/examples/loom-dp-train
+ARGS="--heal --steps 40 --hidden 32 --ckpt-every 5 --log-every 10 --step-ms 20"
+digest() {
+	sed -n 's/.*final parameters: fnv1a64 \([0-9a-f]*\) .*/\1/p' "$1"
+}
+cat >"$TEST_TMP/heal.sh" <<EOF
+#!/bin/sh
+timeout -k 10 300 srun -N3 -n6 --ntasks-per-node=2 -K0 --no-kill $DP "\$@"
+EOF
+chmod +x "$TEST_TMP/heal.sh"
+test_expect_success 'loom-dp-train --heal takes 2 spares after n3 dies: 6 ranks end bit-identical' '
+	$DP $ARGS --step-ms 0 >"$TEST_TMP/one.out" 2>&1 && test -n "$(digest "$TEST_TMP/one.out")" &&
+	st=$(( 3 + $(loom_rand 32) )) && echo "kill 4,5 at step $((st + 1))" && mkdir -p "$TEST_TMP/ck" &&
+	job=$(LOOM_TIMEOUT=60 sbatch --parsable -N3 --ntasks-per-node=2 --no-kill -o "$TEST_TMP/heal.out" \
+		"$TEST_TMP/heal.sh" $ARGS --ckpt "$TEST_TMP/ck" --kill-at $st:4,5 --spare-wait 120) &&
+	wait_for "$TEST_TMP/heal.out" "heal: ranks 4,5 lost; waiting up to 120 s for 2 spare" 240 &&
+	{ LOOM_TIMEOUT=60 srun --jobid="$job" --overlap -N1 -n2 -w n3 --loom-join $DP $ARGS --ckpt "$TEST_TMP/ck" \
+		>"$TEST_TMP/spare.out" 2>&1 || echo "the spares srun exited $?"; } &&
+	wait_state "$job" 240 COMPLETED FAILED CANCELLED TIMEOUT &&
+	cat "$TEST_TMP/heal.out" "$TEST_TMP/spare.out" &&
+	grep -q "heal: .* at step [0-9]*; ranks 4,5 of 6 lost; 2 spare(s) joined; 6 ranks go on" "$TEST_TMP/heal.out" &&
+	grep -q "heal: restored step [0-9]* on the 6 ranks, spares included," "$TEST_TMP/heal.out" &&
+	grep -q "rank 4: joined as a spare: 6 ranks" "$TEST_TMP/spare.out" &&
+	grep -q "rank 5: joined as a spare: 6 ranks" "$TEST_TMP/spare.out" &&
+	grep -q "PASS: loss curve and final parameters bit-identical" "$TEST_TMP/heal.out" &&
+	grep -q "after 40 steps on 6 ranks (1 heals)" "$TEST_TMP/heal.out" &&
+	test "$(digest "$TEST_TMP/heal.out")" = "$(digest "$TEST_TMP/one.out")"
+'
+test_expect_success 'loom-dp-train --heal --spare-wait 5 and no spare: 4 ranks go on, bit-identical' '
+	st=$(( 3 + $(loom_rand 32) )) && echo "kill 4,5 at step $((st + 1))" && mkdir -p "$TEST_TMP/ck2" &&
+	{ LOOM_TIMEOUT=60 srun -N3 -n6 --ntasks-per-node=2 -K0 --no-kill $DP $ARGS --ckpt "$TEST_TMP/ck2" \
+		--kill-at $st:4,5 --spare-wait 5 >"$TEST_TMP/nospare.out" 2>&1 || :; } &&
+	cat "$TEST_TMP/nospare.out" &&
+	grep -q "heal: no spare joined (operation timed out" "$TEST_TMP/nospare.out" &&
+	grep -q "heal: .* at step [0-9]*; ranks 4,5 of 6 lost; 4 ranks go on" "$TEST_TMP/nospare.out" &&
+	grep -q "PASS: loss curve and final parameters bit-identical" "$TEST_TMP/nospare.out" &&
+	grep -q "after 40 steps on 4 ranks (1 heals)" "$TEST_TMP/nospare.out" &&
+	test "$(digest "$TEST_TMP/nospare.out")" = "$(digest "$TEST_TMP/one.out")"
+'
+test_expect_success 'examples/dp_train_heal.sbatch with LOOM_HEAL_SPARE=1: the spare node takes over, bit-identical' '
+	st=$(( 3 + $(loom_rand 32) )) && echo "kill 2,3 at step $((st + 1))" &&
+	mkdir -p "$TEST_TMP/sb" &&
+	(cd "$TEST_TMP/sb" && PATH=$LOOM_BUILD_DIR/examples:$PATH LOOM_HEAL_SPARE=1 LOOM_TIMEOUT=60 \
+		timeout -k 10 400 sbatch --wait -o "$TEST_TMP/sb/loom-dp-heal-%j.out" \
+		"$LOOM_SRC_DIR/examples/dp_train_heal.sbatch" \
+		$ARGS --kill-at $st:2,3 >sbatch.out 2>&1 || :) &&
+	cat "$TEST_TMP"/sb/sbatch.out "$TEST_TMP"/sb/loom-dp-heal-*.out &&
+	out=$(ls "$TEST_TMP"/sb/loom-dp-heal-*.out) &&
+	grep -q "heal: .* at step [0-9]*; ranks 2,3 of 4 lost; 2 spare(s) joined; 4 ranks go on" $out &&
+	grep -q "PASS: loss curve and final parameters bit-identical" $out &&
+	grep -q "after 40 steps on 4 ranks (1 heals)" $out &&
+	test "$(digest $out)" = "$(digest "$TEST_TMP/one.out")"
 '
 test_expect_success 'a step'"'"'s secret comes from the job key (LOOM_JOB_SECRET_BY=job-key)' '
 	srun -N1 -n1 sh -c "echo \$LOOM_JOB_SECRET_BY" >"$TEST_TMP/by.out" 2>&1 &&
