@@ -4,7 +4,8 @@
  *
  *   1. an allreduce (MAX) of the world sizes: the newcomers' world ranks
  *      start after the largest, the same on every member;
- *   2. the leader (rank 0) listens on MASTER_PORT and takes nnew
+ *   2. the leader (rank 0) listens on MASTER_PORT (on its engine's
+ *      address) and takes nnew
  *      newcomers' hellos (the handshake's, kind LOOM_HS_JOIN: each proves
  *      the world's key, bound to its connection, its target and fresh
  *      challenges; a hello without the key is refused and not counted),
@@ -69,17 +70,20 @@ static void sort_taken(struct taken *t)
 		}
 }
 
-/* MASTER_PORT on every address of this host: the newcomers dial the
- * job's nodes in turn (boot/bootstrap_join.c) */
-static int listen_any(struct loom_comm *c, int port, int *fd)
+/* MASTER_PORT on the address this rank's engine listens on (the one its
+ * peers reach it at; every address where that is not known): the
+ * newcomers dial the job's nodes in turn (boot/bootstrap_join.c) */
+static int listen_here(struct loom_comm *c, int port, int *fd)
 {
 	struct sockaddr_in a;
+	uint16_t mine;
 	int one = 1, s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return LOOM_ERR_SYSTEM;
 	memset(&a, 0, sizeof a);
 	a.sin_family = AF_INET;
 	a.sin_port = htons((uint16_t)port);
+	loom_engine_addr(c->w->eng, c->w->rank, &a.sin_addr.s_addr, &mine);
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	if (bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 128)) {
 		LOOM_ERR("comm %s: grow: cannot listen on MASTER_PORT %d: %s", c->name, port, strerror(errno));
@@ -102,7 +106,7 @@ static int leader_accept(struct loom_comm *c, struct taken *t, double deadline)
 			 c->name, mp ? mp : "unset");
 		return LOOM_ERR_INVALID;
 	}
-	if ((rc = listen_any(c, port, &lfd)))
+	if ((rc = listen_here(c, port, &lfd)))
 		return rc;
 	LOOM_INFO("comm %s: grow: waiting for %d newcomer(s) on port %d for %.0f s", c->name, t->max, port,
 		  deadline - loom_now());
