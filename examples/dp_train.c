@@ -48,6 +48,7 @@ struct cfg {
 	int ckpt_every, step_ms;
 	int heal, micro;        /* --heal: survive lost ranks; micro-batches a step */
 	int kill_at;            /* --kill-at STEP:RANKS (tests): those ranks die */
+	int spare_wait;         /* --spare-wait S: --heal waits that long for spares */
 	char kill_ranks[64];
 	int timing;             /* --timing: "timing:" lines of the heal's phases */
 };
@@ -263,6 +264,10 @@ static void usage(void)
 	       "                   the result does not depend on the rank count)\n"
 	       "  --micro N        --heal: micro-batches a step, shared out over the ranks\n"
 	       "                   (default 16; divides --batch; at most 16 ranks)\n"
+	       "  --spare-wait S   --heal: after a shrink, wait up to S s for as many spares\n"
+	       "                   as ranks were lost (the same command started with\n"
+	       "                   srun --jobid=$SLURM_JOB_ID --overlap -N1 -n K -w NODE\n"
+	       "                   --loom-join), else go on with fewer ranks (default 0)\n"
 	       "  --kill-at S:R,.. tests: ranks R,.. kill themselves (SIGKILL) at step S\n"
 	       "  --timing         --heal: every rank prints 'timing: rank R EVENT step S at T'\n"
 	       "                   (T: wall clock, s) at exec, init, kill, detect, shrunk,\n"
@@ -286,6 +291,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "step-ms", required_argument, 0, 'M' },
 		{ "heal", no_argument, 0, 'R' },          { "micro", required_argument, 0, 'm' },
 		{ "kill-at", required_argument, 0, 'K' }, { "timing", no_argument, 0, 'T' },
+		{ "spare-wait", required_argument, 0, 'W' },
 		{ 0, 0, 0, 0 }
 	};
 	int o;
@@ -323,6 +329,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 			if (sscanf(optarg, "%d:%63s", &c->kill_at, c->kill_ranks) != 2 || c->kill_at < 0)
 				ex_usage_error("--kill-at: expected STEP:RANK[,RANK...], got '%s'", optarg);
 			break;
+		case 'W': c->spare_wait = (int)ex_parse_long("--spare-wait", optarg, 0, 86400); break;
 		case 'h': if (ex_first_task()) usage(); exit(0);
 		default: ex_getopt_error(lo, argv);
 		}
@@ -474,8 +481,10 @@ static int ckpt_setup(loom_ckpt_t *ck, const struct cfg *c, struct model *P, int
  * loom_dp's division by n exact too. Each rank then sums the micro-batch
  * gradients in micro-batch order: the same floats, the same order,
  * whatever n. On PEER_LOST or REVOKED the survivors revoke, shrink,
- * reopen the checkpoint on the shrunk world and redo the steps from the
- * newest checkpoint. */
+ * take spares when --spare-wait says to wait for them (loom_comm_grow:
+ * processes of the same command started with --loom-join, whose world
+ * is the grown one), reopen the checkpoint on the new world and redo the
+ * steps from the newest checkpoint, the spares with them. */
 struct heal {
 	struct cfg *c;
 	struct data *D;
@@ -489,6 +498,7 @@ struct heal {
 	int first0;             /* the step this process started at */
 	int wrank;              /* the rank in the first world (--timing) */
 	int fresh;              /* --timing: no step done since the last attach */
+	int spare;              /* this process joined as a spare (--loom-join) */
 };
 
 /* --timing: one line of an event of this rank, on the wall clock (the
@@ -588,12 +598,38 @@ static int heal_step(struct heal *h, int t)
 	return LOOM_SUCCESS;
 }
 
-/* a member is lost: revoke, shrink, restore on the survivors. Returns the
- * step to go on from. */
+/* after a shrink to *s: up to --spare-wait s for nlost spares; their
+ * count (0: none came, *s is still the shrunk world) */
+static int heal_take_spares(const struct heal *h, loom_comm_t **s, int nlost, const char *lost)
+{
+	loom_comm_t *g = NULL;
+	double tmo = getenv("LOOM_TIMEOUT") ? atof(getenv("LOOM_TIMEOUT")) : 600;
+	int rc;
+	if (h->c->spare_wait <= 0 || nlost < 1 || loom_comm_size(*s) + nlost > 16 ||
+	    loom_comm_size(*s) + nlost > h->c->micro)
+		return 0;
+	ex_say("heal: ranks %s lost; waiting up to %d s for %d spare(s): srun --jobid=$SLURM_JOB_ID "
+	       "--overlap -N1 -n %d -w NODE --loom-join %s --heal ...", lost, h->c->spare_wait, nlost, nlost,
+	       ex_prog);
+	loom_comm_set_timeout(*s, h->c->spare_wait);
+	rc = loom_comm_grow(*s, nlost, &g);
+	loom_comm_set_timeout(*s, tmo > 0 ? tmo : 600);
+	if (rc != LOOM_SUCCESS) {
+		ex_say("heal: no spare joined (%s): going on with %d ranks", loom_strerror(rc), loom_comm_size(*s));
+		return 0;
+	}
+	loom_comm_set_timeout(g, tmo > 0 ? tmo : 600);
+	loom_comm_free(*s);
+	*s = g;
+	return nlost;
+}
+
+/* a member is lost: revoke, shrink (and take spares), restore on the new
+ * world. Returns the step to go on from. */
 static int heal_recover(struct heal *h, int t, int why)
 {
 	loom_comm_t *s = NULL;
-	int failed[64], nf = 0, was = h->n, first, rc;
+	int failed[64], nf = 0, was = h->n, first, rc, spares;
 	char list[400] = "";
 	const char *cache = getenv("LOOM_CKPT_CACHE");
 	double t0 = ex_now();
@@ -608,6 +644,7 @@ static int heal_recover(struct heal *h, int t, int why)
 	loom_comm_failed(ex_world, failed, 64, &nf);
 	for (int k = 0; k < nf && k < 64; k++)
 		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? "," : "", failed[k]);
+	spares = heal_take_spares(h, &s, nf, list);
 	loom_dp_free(h->dp);
 	if (h->ck)
 		loom_ckpt_close(h->ck);
@@ -616,11 +653,15 @@ static int heal_recover(struct heal *h, int t, int why)
 		loom_comm_free(ex_world);
 	ex_world = s;
 	h->heals++;
-	ex_say("heal: %s at step %d; ranks %s of %d lost; %d ranks go on", loom_strerror(why), t + 1,
-	       list, was, loom_comm_size(s));
+	if (spares)
+		ex_say("heal: %s at step %d; ranks %s of %d lost; %d spare(s) joined; %d ranks go on",
+		       loom_strerror(why), t + 1, list, was, spares, loom_comm_size(s));
+	else
+		ex_say("heal: %s at step %d; ranks %s of %d lost; %d ranks go on", loom_strerror(why), t + 1,
+		       list, was, loom_comm_size(s));
 	first = heal_attach(h);
-	ex_say("heal: restored step %d on the %d survivors from %s (%.3f s since the failure)", first,
-	       h->n, !h->ck ? "nothing: no checkpoint directory, the initial parameters" :
+	ex_say("heal: restored step %d on the %d %s from %s (%.3f s since the failure)", first,
+	       h->n, spares ? "ranks, spares included," : "survivors", !h->ck ? "nothing: no checkpoint directory, the initial parameters" :
 	       first == 0 ? "nothing: no checkpoint yet, the initial parameters" :
 	       cache && *cache ? "the node caches and partner copies when they hold that step, "
 				 "else the shared directory (libloom's ckpt line says which)" :
@@ -632,7 +673,7 @@ static int heal_recover(struct heal *h, int t, int why)
 static void heal_maybe_die(const struct heal *h, int t)
 {
 	char buf[64], *tok, *save = NULL;
-	if (!h->c->kill_ranks[0] || t != h->c->kill_at || ex_world != h->world0)
+	if (!h->c->kill_ranks[0] || t != h->c->kill_at || ex_world != h->world0 || h->spare)
 		return;
 	snprintf(buf, sizeof buf, "%s", h->c->kill_ranks);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
@@ -742,6 +783,7 @@ static int heal_main(struct cfg *c)
 	h.wrank = loom_comm_rank(ex_world);
 	heal_mark(&h, "exec", 0, t_exec);
 	heal_mark(&h, "init", 0, 0);
+	h.spare = getenv("LOOM_JOIN") && *getenv("LOOM_JOIN");
 	if (h.n > 16 || h.n > c->micro) {
 		if (loom_comm_rank(ex_world) == 0)
 			fprintf(stderr, "%s: --heal: %d ranks: at most 16 and at most --micro %d\n",
@@ -777,6 +819,10 @@ static int heal_main(struct cfg *c)
 	if (!c->ckpt_dir)
 		c->ckpt_dir = getenv("LOOM_CKPT_DIR");
 	t = h.first0 = heal_attach(&h);
+	if (h.spare) {
+		printf("%s: rank %d: joined as a spare: %d ranks, from step %d\n", ex_prog, h.rank, h.n, t);
+		fflush(stdout);
+	}
 	ex_say("--heal: %d ranks, global batch %d in %d micro-batches of %d, MLP %d-%d-%d-1, "
 	       "checkpoint %s every %d steps", h.n, c->batch, c->micro, h.mb, c->in, c->hidden,
 	       c->hidden, c->ckpt_dir && *c->ckpt_dir ? c->ckpt_dir : "(none)", c->ckpt_every);

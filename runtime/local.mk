@@ -48,6 +48,9 @@ t_runtime_scale_check_LDADD = runtime/libloom.la
 check_PROGRAMS += t/runtime/ft-check
 t_runtime_ft_check_SOURCES = t/runtime/ft-check.c
 t_runtime_ft_check_LDADD = runtime/libloom.la
+check_PROGRAMS += t/runtime/grow-check
+t_runtime_grow_check_SOURCES = t/runtime/grow-check.c
+t_runtime_grow_check_LDADD = runtime/libloom.la
 # the node rendezvous' socket name, for the squatter of t2007
 check_PROGRAMS += t/runtime/node-socket-name
 t_runtime_node_socket_name_SOURCES = t/runtime/node-socket-name.c
@@ -62,6 +65,7 @@ dist_check_SCRIPTS += \
 	t/t2010-runtime-shrink.t \
 	t/t2012-runtime-heartbeat.t \
 	t/t2013-runtime-kill-paths.t \
+	t/t2011-runtime-grow.t \
 	t/t2005-runtime-scale.t \
 	t/t2006-runtime-direct-reads.t \
 	t/t2008-runtime-staged.t \

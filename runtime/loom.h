@@ -138,6 +138,16 @@ int loom_comm_failed(loom_comm_t *comm, int *ranks, int max, int *nfailed);
  * own context, shared memory and sub-communicators. A member the agree
  * counts as failed gets *newcomm = NULL and LOOM_ERR_REVOKED. */
 int loom_comm_shrink(loom_comm_t *comm, loom_comm_t **newcomm);
+/* Collective over the members: wait (up to comm's timeout) for nnew
+ * (1..4096) newcomers, processes of the same job started by
+ *   srun --jobid=$SLURM_JOB_ID --overlap -N1 -n K -w NODE --loom-join PROG
+ * and return the communicator of the members, ranks kept, followed by the
+ * newcomers, with its own context, shared memory and sub-communicators.
+ * A newcomer's loom_init returns the same communicator as its world. A
+ * process that does not hold the job's key (another user, another job)
+ * is refused and not counted. LOOM_ERR_TIMEOUT when fewer came in time;
+ * MASTER_PORT must be set on comm's rank 0 (loom.so sets it). */
+int loom_comm_grow(loom_comm_t *comm, int nnew, loom_comm_t **newcomm);
 
 /* Deadline for every operation on comm, in seconds (default LOOM_TIMEOUT,
  * else 600). On expiry the call returns LOOM_ERR_TIMEOUT and logs one line

@@ -17,10 +17,13 @@
 #include "ckpt_timer.h"
 #include "flight_dir.h"
 #include "hostlist.h"
+#include "job_key.h"
+#include "job_secret.h"
 #include "job_log.h"
 #include "launch_env.h"
 #include "loom_spank.h"
 #include "master_addr.h"
+#include "port.h"
 #include "requeue.h"
 #include "strbuf.h"
 #include "topo_cache.h"
@@ -61,6 +64,11 @@ static struct remote_state {
 	int flight_dirty;
 	/* set by task_exit: the requeue request was decided on, once per step */
 	int requeued;
+	/* set by post_opt (root): the job key (job_key.h), or why there is
+	 * none; kept in slurmstepd, never written anywhere */
+	unsigned char job_key[LOOM_JOB_KEY_LEN];
+	int have_job_key;
+	char job_key_error[600];
 } remote;
 
 static int regular_step(spank_t sp)
@@ -75,6 +83,13 @@ static int regular_step(spank_t sp)
 static int getenv_sp(spank_t sp, const char *name, char *buf, int len)
 {
 	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS;
+}
+
+/* LOOM_JOB_SECRET made by srun (not the user's own) */
+static int secret_is_srun(spank_t sp)
+{
+	char by[16];
+	return getenv_sp(sp, LOOM_JOB_SECRET_BY_VAR, by, sizeof by) && !strcmp(by, "srun");
 }
 
 /* messages for the user: the task's stderr is the user's by task_init */
@@ -211,6 +226,24 @@ static void flight_setup(spank_t sp)
 /* slurmstepd, still root, once per node before user_init: when the step
  * binds tasks on this machine (not a topology_root fixture), the topology
  * from the node's cache, written here when missing or stale. */
+/* root, before user_init: the job key from the munge key, for the step
+ * secrets of task_init (job_key.h) */
+static void job_key_setup(spank_t sp)
+{
+	uint32_t job = 0, restarts = 0;
+	remote.have_job_key = 0;
+	remote.job_key_error[0] = '\0';
+	if (!regular_step(sp) || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		return;
+	spank_get_item(sp, S_SLURM_RESTART_COUNT, &restarts);
+	if (loom_job_key_derive(loom_cfg.munge_key, job, restarts, remote.job_key, remote.job_key_error,
+				sizeof remote.job_key_error) == 0)
+		remote.have_job_key = 1;
+	else
+		slurm_info(LOOM_PREFIX "job %u: %s; its steps keep srun's random LOOM_JOB_SECRET", job,
+			   remote.job_key_error);
+}
+
 int loom_remote_post_opt(spank_t sp)
 {
 	char note[1000], v[64];
@@ -220,6 +253,7 @@ int loom_remote_post_opt(spank_t sp)
 
 	remote.topo_warning[0] = '\0';
 	flight_setup(sp);
+	job_key_setup(sp);
 	if (!binds || !regular_step(sp) || strcmp(loom_cfg.topology_root, "/") != 0 ||
 	    strcmp(loom_cfg.topology_cache, "none") == 0)
 		return 0;
@@ -254,6 +288,11 @@ int loom_remote_user_init(spank_t sp)
 		return -1;
 	if (regular_step(sp))
 		find_master(sp);
+	if (loom_eff.join && regular_step(sp) && !remote.have_job_key && secret_is_srun(sp)) {
+		snprintf(remote.node_error, sizeof remote.node_error, "--loom-join: %s",
+			 remote.job_key_error[0] ? remote.job_key_error : "no job key");
+		return 0;
+	}
 	if (loom_eff.ckpt_dir[0]) {
 		uint32_t job = 0;
 		char dir[LOOM_CKPT_PATH_MAX];
@@ -603,6 +642,48 @@ static int bind_task(const struct loom_task_plan *p)
 	return sched_setaffinity(0, sizeof want, &want) == 0;
 }
 
+/* a --loom-join step: where the world it joins listens for newcomers
+ * (MASTER_PORT of that step, on one of the job's nodes) */
+static int join_env(spank_t sp, const struct loom_task_info *ti)
+{
+	char list[8192], hosts[8192], buf[32];
+	if ((!getenv_sp(sp, "SLURM_JOB_NODELIST", list, sizeof list) &&
+	     !getenv_sp(sp, "SLURM_NODELIST", list, sizeof list)) ||
+	    loom_hostlist_expand(list, hosts, sizeof hosts) < 0) {
+		user_msg("", "--loom-join: cannot read the job's node list (SLURM_JOB_NODELIST)");
+		return -1;
+	}
+	snprintf(buf, sizeof buf, "%ld", loom_eff.join_step);
+	spank_setenv(sp, "LOOM_JOIN", buf, 1);
+	spank_setenv(sp, "LOOM_JOIN_HOSTS", hosts, 1);
+	snprintf(buf, sizeof buf, "%d", loom_master_port(ti->job_id, (uint32_t)loom_eff.join_step,
+							 loom_cfg.master_port_base, loom_cfg.master_port_range));
+	return spank_setenv(sp, "MASTER_PORT", buf, 1) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+/* LOOM_JOB_SECRET from the job key in place of srun's random one: this
+ * step's, or with --loom-join the secret of the step whose world it
+ * joins; without a job key srun's stays, and the user's own is always
+ * kept (docs/security.md) */
+static int step_secret(spank_t sp, const struct loom_task_info *ti)
+{
+	char hex[33];
+	uint32_t step = loom_eff.join ? (uint32_t)loom_eff.join_step : ti->step_id;
+	int rc = 0;
+	if (remote.have_job_key && secret_is_srun(sp)) {
+		loom_job_key_step_secret(remote.job_key, step, hex);
+		if (spank_setenv(sp, LOOM_JOB_SECRET_VAR, hex, 1) != ESPANK_SUCCESS ||
+		    spank_setenv(sp, LOOM_JOB_SECRET_BY_VAR, "job-key", 1) != ESPANK_SUCCESS)
+			rc = -1;
+		memset(hex, 0, sizeof hex);
+	}
+	if (rc == 0 && loom_eff.join)
+		rc = join_env(sp, ti);
+	if (rc < 0)
+		slurm_error(LOOM_PREFIX "could not set the job secret of task %u", ti->rank);
+	return rc;
+}
+
 int loom_remote_task_init(spank_t sp)
 {
 	struct loom_task_info ti;
@@ -679,5 +760,7 @@ int loom_remote_task_init(spank_t sp)
 	if (p)
 		report_binding(sp, &ti, p, bound, loom_eff.affinity.verbose);
 	free(env);
+	if (rc == 0 && step_secret(sp, &ti) < 0)
+		rc = -1;
 	return rc;
 }

@@ -26,6 +26,35 @@ int loom_hostlist_first(const char *list, char *buf, size_t len)
 	return rc;
 }
 
+int loom_hostlist_expand(const char *list, char *buf, size_t len)
+{
+	hostlist_t hl;
+	char *h;
+	size_t n = 0;
+	int rc = 0;
+
+	if (!list || !*list || len == 0)
+		return -1;
+	hl = slurm_hostlist_create(list);
+	if (!hl)
+		return -1;
+	buf[0] = '\0';
+	while (rc == 0 && (h = slurm_hostlist_shift(hl))) {
+		size_t l = strlen(h);
+		if (n + l + 2 > len)
+			rc = -1;
+		else {
+			if (n)
+				buf[n++] = ',';
+			memcpy(buf + n, h, l + 1);
+			n += l;
+		}
+		free(h);
+	}
+	slurm_hostlist_destroy(hl);
+	return n ? rc : -1;
+}
+
 int loom_hostlist_count(const char *list)
 {
 	hostlist_t hl;

@@ -11,6 +11,10 @@
  * the name does not fit. */
 int loom_hostlist_first(const char *list, char *buf, size_t len);
 
+/* Every host of LIST, comma separated, into buf. 0, or -1 when LIST is
+ * empty, malformed or the names do not fit. */
+int loom_hostlist_expand(const char *list, char *buf, size_t len);
+
 /* Number of hosts in LIST, -1 when malformed. */
 int loom_hostlist_count(const char *list);
 

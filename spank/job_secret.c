@@ -41,7 +41,7 @@ int loom_job_secret_export(char *err, size_t errlen)
 		return 0;
 	if (loom_job_secret_make(hex, sizeof hex, err, errlen) < 0)
 		return -1;
-	if (setenv(LOOM_JOB_SECRET_VAR, hex, 1) != 0) {
+	if (setenv(LOOM_JOB_SECRET_VAR, hex, 1) != 0 || setenv(LOOM_JOB_SECRET_BY_VAR, "srun", 1) != 0) {
 		snprintf(err, errlen, "cannot set %s: %s", LOOM_JOB_SECRET_VAR, strerror(errno));
 		return -1;
 	}

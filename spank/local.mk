@@ -1,7 +1,7 @@
 # spank/: the Slurm SPANK plugin loom.so. Never links libloom (nor
 # libslurm: Slurm's symbols come from srun / slurmstepd that load it).
-SPANK_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(HWLOC_CFLAGS)
-SPANK_TEST_LIBS = $(HWLOC_LIBS)
+SPANK_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(HWLOC_CFLAGS) $(CRYPTO_CFLAGS)
+SPANK_TEST_LIBS = $(HWLOC_LIBS) $(CRYPTO_LIBS)
 
 if BUILD_SPANK
 # the plugin's core: everything but the SPANK entry points (loom.c) and
@@ -29,6 +29,7 @@ spank_libloomspank_la_SOURCES = \
 	spank/topo_cache.c spank/topo_cache.h \
 	spank/affinity.c spank/affinity.h \
 	spank/job_secret.c spank/job_secret.h \
+	spank/job_key.c spank/job_key.h \
 	spank/strbuf.c spank/strbuf.h \
 	spank/loom_spank.h
 spank_libloomspank_la_CPPFLAGS = $(SPANK_CPPFLAGS)
@@ -41,7 +42,7 @@ spank_loom_la_CPPFLAGS = $(SPANK_CPPFLAGS)
 # Slurm looks up only these (slurm/spank.h): nothing else is exported
 spank_loom_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^(slurm_spank_[a-z_]+|plugin_name|plugin_type|plugin_version|spank_plugin_version|spank_options)$$'
-spank_loom_la_LIBADD = $(SPANK_LIB) $(HWLOC_LIBS)
+spank_loom_la_LIBADD = $(SPANK_LIB) $(HWLOC_LIBS) $(CRYPTO_LIBS)
 
 # unit tests (do not need Slurm running, only its headers; hostlist tests
 # link libslurm, which loom.so itself never does)
@@ -59,9 +60,13 @@ SPANK_UNIT_TESTS = \
 	spank/test/master_addr \
 	spank/test/option_noops \
 	spank/test/strbuf \
-	spank/test/settings
+	spank/test/settings \
+	spank/test/job_key
 check_PROGRAMS += $(SPANK_UNIT_TESTS)
 TESTS += $(SPANK_UNIT_TESTS)
+spank_test_job_key_SOURCES = spank/test/job_key.c
+spank_test_job_key_CPPFLAGS = $(SPANK_CPPFLAGS)
+spank_test_job_key_LDADD = $(SPANK_LIB) $(CRYPTO_LIBS)
 spank_test_plugstack_config_SOURCES = spank/test/plugstack_config.c
 spank_test_plugstack_config_CPPFLAGS = $(SPANK_CPPFLAGS)
 spank_test_plugstack_config_LDADD = $(SPANK_LIB)

@@ -334,6 +334,16 @@ int loom_opt_parse(enum loom_opt_id id, const char *value, struct loom_opts *o,
 	case LOOM_OPT_CKPT_SIGNAL:
 		return loom_parse_ckpt_signal(value, &o->ckpt_signal, &o->ckpt_signal_seconds,
 					      label, err, errlen);
+	case LOOM_OPT_JOIN:
+		if (*value && loom_parse_uint(value, 0, 0x7ffffff0, &o->join_step) < 0) {
+			snprintf(err, errlen, "%s='%s' is not a step id: give --loom-join (step 0) or "
+				 "--loom-join=STEP, STEP the step whose world it joins", label, value);
+			return -1;
+		}
+		if (!*value)
+			o->join_step = 0;
+		o->join = 1;
+		return 0;
 	case LOOM_OPT_CKPT_CACHE:
 		return loom_parse_ckpt_dir(value, "/tmp/ckpt-%j", o->ckpt_cache, sizeof o->ckpt_cache,
 					   label, err, errlen);

@@ -21,6 +21,7 @@ enum loom_opt_id {
 	LOOM_OPT_CKPT,
 	LOOM_OPT_CKPT_SIGNAL,
 	LOOM_OPT_CKPT_CACHE,
+	LOOM_OPT_JOIN,          /* --loom-join[=STEP]: its argument is optional */
 	LOOM_OPT_NCCL_ENV,      /* site only: lockable, not a user option */
 	LOOM_OPT_COUNT
 };
@@ -49,6 +50,8 @@ struct loom_opts {
 	/* node-local cache tier in front of ckpt_dir, "" when not set; %n
 	 * stays for libloom to expand on each node */
 	char ckpt_cache[LOOM_CKPT_PATH_MAX];
+	int join;                               /* --loom-join given */
+	long join_step;                         /* the step whose world it joins */
 };
 
 /* defaults: env=torch, affinity=none, gpus_per_task auto, no checkpoint */

@@ -173,6 +173,7 @@ static const struct site_key site_keys[] = {
 	PATH_KEY(flight_dir, ABSOLUTE_OR_NONE),
 	PATH_KEY(flight_local_base, ABSOLUTE),
 	PATH_KEY(topology_cache, ABSOLUTE_OR_NONE),
+	PATH_KEY(munge_key, ABSOLUTE),
 #undef PATH_KEY
 };
 

@@ -34,6 +34,7 @@ struct loom_config {
 	 * after a step whose tasks on the node all exited 0 */
 	char flight_dir[1024];
 	char flight_local_base[1024];   /* default /var/tmp */
+	char munge_key[1024];           /* the job key's source (job_key.h), root only */
 };
 
 /* Fill cfg from the defaults in settings.c, then from plugstack

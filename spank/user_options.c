@@ -97,7 +97,7 @@ int loom_user_options_init(spank_t sp, int ac, char **av)
 		struct spank_option *o = &loom_options[id];
 		loom_option_usage(s, &loom_cfg, loom_usage[id], sizeof loom_usage[id]);
 		*o = (struct spank_option){ (char *)s->option, (char *)s->syntax, loom_usage[id],
-					    1, id, opt_cb };
+					    id == LOOM_OPT_JOIN ? 2 : 1, id, opt_cb };
 		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
 			slurm_error(LOOM_PREFIX "cannot register option --%s", o->name);
 			return -1;

@@ -31,6 +31,7 @@ Surviving a lost rank (native backend, docs/fault-tolerance.md):
     except (loom.PeerLost, loom.Revoked):
         world.revoke()              # the others stop too, wherever they wait
         world = world.shrink()      # the survivors, renumbered; .agree() .failed()
+    world = world.grow(2)           # and two newcomers (srun ... --loom-join)
 
 Errors: every exception is a loom.Error (.status, .name, .message), and
 also the builtin exception of its kind: loom.InvalidArgument (a

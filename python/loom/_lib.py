@@ -56,6 +56,7 @@ _PROTOS = {
     "loom_comm_agree": (_c.c_int, [_P, _c.POINTER(_c.c_int)]),
     "loom_comm_failed": (_c.c_int, [_P, _c.POINTER(_c.c_int), _c.c_int, _c.POINTER(_c.c_int)]),
     "loom_comm_shrink": (_c.c_int, [_P, _c.POINTER(_P)]),
+    "loom_comm_grow": (_c.c_int, [_P, _c.c_int, _c.POINTER(_P)]),
     "loom_ckpt_open": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_P)]),
     "loom_ckpt_tensor": (_c.c_int, [_P, _c.c_char_p, _c.c_int, _c.c_int, _c.POINTER(_S),
                                     _c.POINTER(_S), _c.POINTER(_S), _P]),

@@ -145,6 +145,25 @@ class World(Closing):
         self._children.append(child)
         return child
 
+    def grow(self, nnew: int) -> "World":
+        """Collective over the members: wait (up to the timeout) for nnew
+        newcomers, processes of the same job started with
+        ``srun --jobid=$SLURM_JOB_ID --overlap -N1 -n K -w NODE --loom-join
+        PROG``, and return a new World of the members (ranks kept)
+        followed by them; a newcomer's loom.init() returns the same World.
+        A process that does not hold the job's key is refused and not
+        counted. loom.Timeout when fewer came in time."""
+        if isinstance(nnew, bool) or not isinstance(nnew, int):
+            raise wrong_type("grow: nnew=%r is not an int" % (nnew,))
+        if not 1 <= nnew <= 4096:
+            raise invalid("grow: nnew=%d is not from 1 to 4096" % nnew)
+        comm = self._handle("grow")
+        new = ctypes.c_void_p()
+        check(lib.loom_comm_grow(comm, nnew, ctypes.byref(new)), "loom_comm_grow")
+        child = World(new, parent=self)
+        self._children.append(child)
+        return child
+
     def close(self) -> None:
         """Free the world (loom_finalize); close its checkpoints first. A
         shrunk World is freed alone (loom_comm_free)."""

@@ -509,6 +509,17 @@ def agree_failed_shrink_world_of_one():
 
 
 @test
+def grow_checks_and_world_of_one():
+    """grow checks nnew; a world started alone cannot take newcomers"""
+    raises("LOOM_ERR_INVALID", world.grow, 0, kind=loom.InvalidArgument)
+    raises("LOOM_ERR_INVALID", world.grow, 5000, kind=loom.InvalidArgument)
+    raises("LOOM_ERR_INVALID", world.grow, "2", kind=loom.InvalidType)
+    raises("LOOM_ERR_INVALID", world.grow, True, kind=loom.InvalidType)
+    raises("LOOM_ERR_UNSUPPORTED", world.grow, 1, contains="loom_comm_grow")
+    world.barrier()
+
+
+@test
 def revoke_raises_revoked():
     """after revoke() an operation raises loom.Revoked; agree and shrink still work"""
     s = world.shrink()

@@ -1,5 +1,5 @@
 /* runtime/api/comm.c: the public communicator calls (rank, size, names,
- * timeouts, split, dup, free, abort; revoke, agree, failed, shrink)
+ * timeouts, split, dup, free, abort; revoke, agree, failed, shrink, grow)
  * through the communicator's backend. */
 #include "backend/backend.h"
 #include "flight/flight.h"
@@ -122,4 +122,16 @@ int loom_comm_shrink(loom_comm_t *c, loom_comm_t **newcomm)
 	if (!c->be->shrink)
 		return ft_unsupported(c, "loom_comm_shrink");
 	return c->be->shrink(c, newcomm);
+}
+
+int loom_comm_grow(loom_comm_t *c, int nnew, loom_comm_t **newcomm)
+{
+	if (!newcomm)
+		return LOOM_ERR_INVALID;
+	*newcomm = NULL;
+	if (!c || nnew < 1 || nnew > 4096)
+		return LOOM_ERR_INVALID;
+	if (!c->be->grow)
+		return ft_unsupported(c, "loom_comm_grow");
+	return c->be->grow(c, nnew, newcomm);
 }

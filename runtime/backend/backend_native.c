@@ -25,4 +25,5 @@ const struct loom_backend loom_native_backend = {
 	.revoke = loom_native_revoke,
 	.agree = loom_native_agree,
 	.shrink = loom_native_shrink,
+	.grow = loom_native_grow,
 };

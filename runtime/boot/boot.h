@@ -8,6 +8,13 @@
 #include "core/core.h"
 
 /* ---- bootstrap ---- */
+/* a newcomer's world communicator: the grown one (bootstrap_join.c) */
+struct loom_joined {
+	uint64_t ctx;
+	int n, me;
+	int *wr;                        /* its members' world ranks */
+	char name[64];
+};
 struct loom_boot {
 	int rank, size;
 	uint64_t nonce;
@@ -20,8 +27,11 @@ struct loom_boot {
 	char (*nodename)[64];
 	int *pid;                       /* 0 where not known (lazy addresses) */
 	int lazy_addresses;             /* ip/port left 0: looked up at first dial */
+	struct loom_joined *joined;     /* a newcomer's (LOOM_JOIN): the world's caller takes it */
 };
 int loom_boot_env(struct loom_boot *b);
+/* LOOM_JOIN: a newcomer to a growing communicator (core/comm_grow.c) */
+int loom_boot_join(struct loom_boot *b);
 #ifdef HAVE_PMIX
 int loom_boot_pmix(struct loom_boot *b);
 int loom_pmix_finalize(void);

@@ -4,7 +4,7 @@ runtime_libloom_core_la_SOURCES += runtime/boot/boot.h runtime/boot/bootstrap.c 
 	runtime/boot/bootstrap_env.h runtime/boot/bootstrap_env.c runtime/boot/bootstrap_node.c \
 	runtime/boot/bootstrap_hello.c runtime/boot/bootstrap_rank0.c runtime/boot/bootstrap_job.c \
 	runtime/boot/rendezvous.h \
-	runtime/boot/rendezvous.c runtime/boot/world.c
+	runtime/boot/rendezvous.c runtime/boot/world.c runtime/boot/bootstrap_join.c
 if HAVE_PMIX
 runtime_libloom_core_la_SOURCES += runtime/boot/bootstrap_pmix.c
 runtime_libloom_core_la_CFLAGS += $(PMIX_CFLAGS)

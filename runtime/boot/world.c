@@ -166,14 +166,18 @@ static int world_new(struct loom_world **out)
 	return LOOM_SUCCESS;
 }
 
-/* PMIx where PMIX_RANK says so, else the RANK/MASTER_ADDR rendezvous,
+/* a newcomer's join where LOOM_JOIN says so, else PMIx where PMIX_RANK says so, else the RANK/MASTER_ADDR rendezvous,
  * else a world of one; w->how says which. On failure b holds nothing. */
 static int bootstrap(struct loom_world *w, struct loom_boot *b)
 {
 	int rc;
 	memset(b, 0, sizeof *b);
 	b->listen_fd = -1;
-	if (getenv("PMIX_RANK")) {
+	if (getenv("LOOM_JOIN") && *getenv("LOOM_JOIN")) {   /* the step joined: loom.so's --loom-join */
+		w->how = "join";
+		rc = loom_boot_join(b);
+		w->joined = rc == LOOM_SUCCESS;
+	} else if (getenv("PMIX_RANK")) {
 #ifdef HAVE_PMIX
 		w->how = "pmix";
 		rc = loom_boot_pmix(b);
@@ -239,6 +243,26 @@ static int world_comm(struct loom_world *w, loom_comm_t **world)
 	return LOOM_SUCCESS;
 }
 
+/* a newcomer's world communicator: the grown one, met in a barrier
+ * with the members that grew it (their loom_comm_grow ends with it) */
+static int joined_comm(struct loom_world *w, struct loom_joined *q, loom_comm_t **world)
+{
+	struct loom_opdesc bar = { LOOM_OP_BARRIER, NULL, NULL, 0, LOOM_INT8, LOOM_SUM, 0, 0 };
+	int rc;
+	*world = loom_comm_create(w, q->ctx, q->n, q->wr, q->me, q->name);
+	free(q->wr);
+	free(q);
+	if (!*world)
+		return LOOM_ERR_NOMEM;
+	(*world)->is_world = 1;
+	if ((rc = loom_native_coll(*world, &bar, NULL)) != LOOM_SUCCESS) {
+		LOOM_ERR("join: the grown communicator's first barrier failed: %s", loom_strerror(rc));
+		loom_comm_destroy(*world);
+		*world = NULL;
+	}
+	return rc;
+}
+
 /* the world as formed, and where init's time went: at scale the first
  * thing asked */
 static void world_report(const struct loom_world *w, double t0, double t_boot, double t_engine)
@@ -260,6 +284,7 @@ int loom_native_world(loom_comm_t **world)
 {
 	struct loom_world *w;
 	struct loom_boot b;
+	struct loom_joined *joined;
 	double t0 = loom_now(), t_boot, t_engine;
 	int rc;
 	*world = NULL;
@@ -271,13 +296,23 @@ int loom_native_world(loom_comm_t **world)
 	}
 	t_boot = loom_now();
 	if ((rc = world_place(w, &b))) {
+		if (b.joined)
+			free(b.joined->wr);
+		free(b.joined);
 		boot_free(&b);
 		world_free(w);
 		return rc;
 	}
+	joined = b.joined;
 	rc = world_engine(w, &b);
 	t_engine = loom_now();
-	if (rc || (rc = world_comm(w, world))) {
+	if (!rc)
+		rc = joined ? joined_comm(w, joined, world) : world_comm(w, world);
+	else if (joined) {
+		free(joined->wr);
+		free(joined);
+	}
+	if (rc) {
 		engine_stop(w);
 		world_free(w);
 		return rc;
@@ -290,7 +325,9 @@ int loom_native_finalize(loom_comm_t *world)
 {
 	struct loom_world *w = world->w;
 	/* every rank arrives before anyone closes its connections */
-	if (w->size > 1 && !atomic_load(&world->failed)) {
+	/* a newcomer's world is a grown communicator whose first members
+	 * finalize another world: no closing barrier together */
+	if (w->size > 1 && !w->joined && !atomic_load(&world->failed)) {
 		double t = world->timeout;
 		world->timeout = t < 30 ? t : 30;
 		struct loom_opdesc bar = { LOOM_OP_BARRIER, NULL, NULL, 0, LOOM_INT8, LOOM_SUM, 0, 0 };

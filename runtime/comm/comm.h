@@ -25,7 +25,8 @@ struct loom_world {
 	pthread_mutex_t comms_lock;
 	struct loom_comm *comms;  /* every live communicator, for the engine */
 	int pmix;
-	const char *how;          /* "pmix", "env", "single" */
+	const char *how;          /* "pmix", "env", "single", "join" */
+	int joined;               /* a newcomer's: its world communicator is a grown one */
 };
 
 enum { LOOM_OP_ALLREDUCE = 1, LOOM_OP_BCAST, LOOM_OP_REDUCE, LOOM_OP_ALLGATHER,
@@ -68,6 +69,7 @@ struct loom_backend {
 	int (*revoke)(struct loom_comm *);
 	int (*agree)(struct loom_comm *, int *flag);
 	int (*shrink)(struct loom_comm *, struct loom_comm **);
+	int (*grow)(struct loom_comm *, int nnew, struct loom_comm **);
 };
 
 /* ---- communicators ---- */

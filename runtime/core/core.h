@@ -31,6 +31,8 @@ int loom_native_shrink(struct loom_comm *c, struct loom_comm **out);
  * failed members of c fenced in the engine */
 int loom_native_fenced(struct loom_comm *c);
 void loom_native_fence_failed(struct loom_comm *c);
+/* comm_grow.c: the members and nnew newcomers (core/grow.h) */
+int loom_native_grow(struct loom_comm *c, int nnew, struct loom_comm **out);
 
 /* ---- progress.c: requests ---- */
 loom_request_t *loom_req_wrap(struct loom_comm *c, void *impl);

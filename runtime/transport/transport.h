@@ -19,6 +19,8 @@
 #define LOOM_HS_MESH 2u
 #define LOOM_HS_NODE 3u         /* a node's ranks meeting their leader (AF_UNIX) */
 #define LOOM_HS_TREE 4u         /* the env rendezvous' table, from a parent in its fan-out */
+#define LOOM_HS_JOIN 5u         /* a newcomer to the leader of a growing communicator
+				 * (core/comm_grow.c): to 0, the leader's role */
 #define LOOM_HS_FORGED 1        /* loom_hs_read_reply: the server lacks the key */
 #define LOOM_HS_DECLINE 2       /* on_peer: a real peer, closed without a word (a race's loser) */
 #define LOOM_HS_PENDING 128     /* connections an acceptor keeps in their hello at once */
@@ -202,6 +204,13 @@ int loom_tcp_peer_gone(struct loom_engine *e, int peer);
 void loom_tcp_fence(struct loom_engine *e, int peer);
 int loom_tcp_fenced(struct loom_engine *e);
 int loom_tcp_probe(struct loom_engine *e, int peer);
+/* the world grows to size ranks (more than now): ip and port of the
+ * ranks from the engine's old size on (copied); what the engine knows
+ * of rank i's address (0 and 0: nothing yet); the handshakes' key, for
+ * a newcomer's hello (core/comm_grow.c) */
+int loom_engine_grow(struct loom_engine *e, int size, const uint32_t *ip, const uint16_t *port);
+void loom_engine_addr(struct loom_engine *e, int i, uint32_t *ip, uint16_t *port);
+const uint8_t *loom_engine_key(const struct loom_engine *e);
 
 /* one transfer of an operation (xfer.c starts them; the shm rings and
  * the engine move their bytes) */

@@ -1,5 +1,5 @@
 /* runtime/transport/transport_tcp.c: the TCP transport's entry points
- * (post, pull, cancel, control, peer_gone), called by the layers above
+ * (post, pull, cancel, control, peer_gone; a world that grows), called by the layers above
  * from any thread: each takes e->lock for its step. How the engine's
  * files divide the work: transport_tcp_internal.h. */
 #include "transport/transport_tcp_internal.h"
@@ -97,4 +97,73 @@ int loom_tcp_peer_gone(struct loom_engine *e, int peer)
 	g = PEER(e, peer) && PEER(e, peer)->gone;
 	pthread_mutex_unlock(&e->lock);
 	return g;
+}
+
+/* ---- a world that grows (core/comm_grow.c) ---- */
+
+/* the tables of n ranks, the known addresses kept (zeros where the
+ * addresses are looked up at the first dial) */
+static int grow_tables(struct loom_engine *e, int n)
+{
+	uint32_t *ip = calloc((size_t)n, sizeof *ip);
+	uint16_t *port = calloc((size_t)n, sizeof *port);
+	if (!ip || !port) {
+		free(ip);
+		free(port);
+		return LOOM_ERR_NOMEM;
+	}
+	if (e->ip)
+		memcpy(ip, e->ip, (size_t)e->n * sizeof *ip);
+	if (e->port)
+		memcpy(port, e->port, (size_t)e->n * sizeof *port);
+	free(e->ip);
+	free(e->port);
+	e->ip = ip;
+	e->port = port;
+	return LOOM_SUCCESS;
+}
+
+int loom_engine_grow(struct loom_engine *e, int size, const uint32_t *ip, const uint16_t *port)
+{
+	int rc, i;
+	if (!e || size <= e->n)
+		return LOOM_ERR_INVALID;
+	pthread_mutex_lock(&e->lock);
+	rc = grow_tables(e, size);
+	if (rc == LOOM_SUCCESS) {
+		for (i = e->n; i < size; i++) {
+			e->ip[i] = ip[i - e->n];
+			e->port[i] = port[i - e->n];
+		}
+		e->n = size;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+void loom_engine_addr(struct loom_engine *e, int i, uint32_t *ip, uint16_t *port)
+{
+	struct peer *p;
+	*ip = 0;
+	*port = 0;
+	if (!e || i < 0)
+		return;
+	pthread_mutex_lock(&e->lock);
+	if (i < e->n && e->ip && e->port && e->port[i]) {
+		*ip = e->ip[i];
+		*port = e->port[i];
+	} else if ((p = PEER(e, i)) && p->port) {
+		*ip = p->ip;
+		*port = p->port;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!*port && i < e->n && e->hooks->resolve && e->hooks->resolve(e->arg, i, ip, port) != LOOM_SUCCESS) {
+		*ip = 0;
+		*port = 0;
+	}
+}
+
+const uint8_t *loom_engine_key(const struct loom_engine *e)
+{
+	return e->key;
 }

@@ -137,6 +137,9 @@ static int hello_accepted(void *arg, const struct loom_hs_peer *hp)
 	struct mesh_hello h;
 	struct peer *p;
 	memcpy(&h, hp->payload, sizeof h);
+	if (h.nonce == e->hello.nonce && hp->size > e->n && hp->rank >= 0 && hp->rank < hp->size)
+		return LOOM_HS_DECLINE;  /* this world, grown where this rank has not grown yet
+					  * (core/comm_grow.c): it dials again */
 	if (h.nonce != e->hello.nonce || hp->size != e->n || hp->rank < 0 || hp->rank >= e->n ||
 	    hp->rank == e->self)
 		return 0;  /* another world of the same key */

@@ -134,9 +134,9 @@ int main(void)
 	   !loom_config_locked(&cfg, LOOM_OPT_AFFINITY), "locked exactly env and gpus_per_task");
 	is_int(C(&cfg, "lock=env,colour", NULL), -1, "unknown lock name");
 	like(err, "'colour' is not one of env, affinity", "names the bad lock entry");
-	like(err, "ckpt_signal, ckpt_cache, nccl_env", "and lists ckpt_cache among the lockable");
+	like(err, "ckpt_signal, ckpt_cache, join, nccl_env", "and lists ckpt_cache and join among the lockable");
 	is_int(C(&cfg, "lock=", NULL), -1, "empty lock");
-	like(err, "ckpt_signal, ckpt_cache, nccl_env", "the empty lock message lists ckpt_cache too");
+	like(err, "ckpt_signal, ckpt_cache, join, nccl_env", "the empty lock message lists ckpt_cache and join too");
 	is_int(C(&cfg, "lock=ckpt_cache", NULL), 0, "lock=ckpt_cache");
 	ok(loom_config_locked(&cfg, LOOM_OPT_CKPT_CACHE) && !loom_config_locked(&cfg, LOOM_OPT_CKPT),
 	   "locks the cache and not the checkpoint directory");
@@ -193,7 +193,19 @@ int main(void)
 	like(err, "plugstack argument ckpt_signal='KILL'", "names it");
 	is_int(C(&cfg, "gpus=2", NULL), -1, "unknown argument");
 	like(err, "unknown plugstack argument 'gpus'", "names it");
-	like(err, "ckpt_signal, ckpt_cache, master_port_base", "the known list has ckpt_cache");
+	like(err, "ckpt_signal, ckpt_cache, join, master_port_base", "the known list has ckpt_cache and join");
+	{
+		struct loom_opts o;
+		loom_opts_init(&o);
+		ok(!o.join, "no join by default");
+		is_int(loom_opt_parse(LOOM_OPT_JOIN, "", &o, "--loom-join", err, sizeof err), 0, "--loom-join alone");
+		ok(o.join && o.join_step == 0, "joins step 0");
+		is_int(loom_opt_parse(LOOM_OPT_JOIN, "3", &o, "--loom-join", err, sizeof err), 0, "--loom-join=3");
+		ok(o.join && o.join_step == 3, "joins step 3");
+		is_int(loom_opt_parse(LOOM_OPT_JOIN, "batch", &o, "--loom-join", err, sizeof err), -1,
+		       "--loom-join=batch refused");
+		like(err, "--loom-join='batch' is not a step id", "names it");
+	}
 	done_testing();
 	return exit_status();
 }

@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 	is_int(cfg.env_mode, LOOM_ENV_TORCH, "env from the table");
 
 	loom_setting_keys(1, buf, sizeof buf);
-	is_str(buf, "env, affinity, gpus_per_task, ckpt, ckpt_signal, ckpt_cache, nccl_env",
+	is_str(buf, "env, affinity, gpus_per_task, ckpt, ckpt_signal, ckpt_cache, join, nccl_env",
 	       "the names lock= takes");
 	ok(has(loom_setting_find("lock", 4)->what, buf), "lock='s description lists them");
 

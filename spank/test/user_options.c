@@ -71,10 +71,10 @@ int main(void)
 {
 	plan(NO_PLAN);
 
-	/* start: site defaults, nothing given, the six options registered */
+	/* start: site defaults, nothing given, the seven options registered */
 	is_int(init("affinity=closest", NULL), 0, "plugstack arguments accepted");
 	ok(loom_active, "active once initialised");
-	is_int(nreg, 6, "six --loom-* options registered");
+	is_int(nreg, 7, "seven --loom-* options registered");
 	is_int(loom_eff.affinity.mode, LOOM_AFF_CLOSEST, "effective affinity starts at the site default");
 	is_int((int)loom_user_set, 0, "no option given by the user yet");
 

@@ -148,6 +148,8 @@ cluster_plugstack() {
 		# (a loom.so older than topology_cache= would refuse the argument)
 		local cache=""
 		grep -q topology_cache "$plugin" && cache="topology_cache=$LOOM_CLUSTER_DIR/topology.xml "
+		# the job key comes from this cluster's own munge key
+		grep -q munge_key "$plugin" && cache="${cache}munge_key=$LOOM_CLUSTER_DIR/munge/munge.key "
 		echo "required $plugin flight_local_base=$LOOM_CLUSTER_DIR/flight $cache$*" \
 			>"$LOOM_CLUSTER_DIR/plugstack.conf"
 	fi

@@ -23,3 +23,4 @@ dist_check_SCRIPTS += t/t7111-doctor-bounds.t
 dist_check_SCRIPTS += t/t7113-flight-fuzz.t
 dist_check_SCRIPTS += t/t7112-shared-dirs.t
 dist_check_SCRIPTS += t/t7005-relay.t
+dist_check_SCRIPTS += t/t7006-join-impostor.t
