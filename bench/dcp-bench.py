@@ -31,6 +31,11 @@ Rows (one line each, space-separated):
                                                 runs beside the pre-faulting)
   async-blocked-over-memcpy RATIO               median of the later rounds
   throughput-over-torch-fs WRITER RATIO         loom and loom-async
+  async-durable-over-blocking RATIO             median over the rounds of
+                                                loom-async's save_s over loom's
+                                                (an async save that copies, then
+                                                writes: 1 + copy/save; one whose
+                                                writes overlap its copy: about 1)
 """
 import argparse
 import os
@@ -196,6 +201,8 @@ def main():
               "async-blocked-over-memcpy %.3f" % (first / mc))
         for name in ("loom", "loom-async"):
             print("throughput-over-torch-fs %s %.3f" % (name, med["torch-fs"] / med[name]))
+        print("async-durable-over-blocking %.3f" % statistics.median(
+            x[0] / y[0] for x, y in zip(got["loom-async"], got["loom"])))
         sys.stdout.flush()
         shutil.rmtree(os.path.join(base, "loom"), ignore_errors=True)
         shutil.rmtree(os.path.join(base, "loom-async"), ignore_errors=True)

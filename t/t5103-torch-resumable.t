@@ -5,7 +5,8 @@
 # no --loom-ckpt-signal is saved and requeued, not killed, and ends with
 # the parameters of an uninterrupted run; torch.distributed.checkpoint
 # through loom.torch.StorageWriter on 4 ranks loads on 3 and on 2
-# (sharded tensors resharded), async saves included; a damaged step falls
+# (sharded tensors resharded), async saves included (a new writer per save
+# shares one world and handle); a damaged step falls
 # back to the one before with a warning; with the node-local tier a node's
 # cache removed, the partner copy is used, said in a warning. Needs
 # python3-torch (contrib/install-deps installs it; skipped without it).
@@ -85,6 +86,13 @@ test_expect_success 'DCP async (--async): three saves, latest is the last, loads
 	A=$(cd "$TEST_TMP/dcpa" && pwd -P) &&
 	drive sa 4 save "$A" --steps 3 --async && test "$(cat "$A/latest")" = step-2 &&
 	drive la 3 load "$A" && test $(grep -c "^rank [0-2]/3: loaded step 2 ok$" "$TEST_TMP/la") = 3
+'
+test_expect_success 'DCP async, a new writer per save, never closed: one world, one handle; exit commits the last' '
+	mkdir "$TEST_TMP/dcpp" && P=$(cd "$TEST_TMP/dcpp" && pwd -P) &&
+	drive sp 4 save "$P" --steps 4 --async --per-save &&
+	test $(grep -c "^rank [0-3]/4: worlds 1 handles 1$" "$TEST_TMP/sp") = 4 &&
+	test "$(cat "$P/latest")" = step-3 &&
+	drive lp 3 load "$P" && test $(grep -c "^rank [0-2]/3: loaded step 3 ok$" "$TEST_TMP/lp") = 3
 '
 test_expect_success 'DCP with the node-local tier: n2 cache removed, 3 ranks load step 2, n2 pieces from the partner copy on n1' '
 	C=$(cd "$TEST_TMP/c" && pwd -P) && mkdir "$TEST_TMP/dcpc" && E=$(cd "$TEST_TMP/dcpc" && pwd -P) &&

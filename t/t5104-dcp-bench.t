@@ -38,6 +38,7 @@ test_expect_success 'dcp-bench.py, 256 KiB on 4 ranks / 2 nodes, 2 rounds: every
 	grep -q "^async-blocked-over-memcpy $N\$" "$TEST_TMP/bench.out" &&
 	grep -q "^throughput-over-torch-fs loom $N\$" "$TEST_TMP/bench.out" &&
 	grep -q "^throughput-over-torch-fs loom-async $N\$" "$TEST_TMP/bench.out" &&
+	grep -q "^async-durable-over-blocking $N\$" "$TEST_TMP/bench.out" &&
 	test -z "$(ls "$B")"
 '
 test_done

@@ -21,6 +21,7 @@ The libloom calls are collective over a loom.World (default: one made
 beside torch's process group, loom.torch.cpu_world()), so every rank
 calls save_state_dict/load_state_dict, as DCP requires anyway.
 """
+import atexit
 import copy
 import dataclasses
 import os
@@ -70,11 +71,100 @@ def dcp() -> Any:
     return m
 
 
+class _Shared:
+    """One libloom checkpoint handle of a directory and a world, shared
+    by every writer of that pair (and its staging memory with it)."""
+
+    def __init__(self, world: World, ck: Checkpoint) -> None:
+        self.world = world
+        self.ck = ck
+        self.next_step: Optional[int] = None    # the step after the last save
+
+
+# Writers and readers made without world= share one world, made at the
+# first that needs it; writers of one directory and world share one
+# handle (_Shared), so that a writer made per save (README's
+# save_state_dict(sd, StorageWriter(path))) neither forms a world nor
+# faults in staging at each save. A writer's close() closes the shared
+# handle (the next save opens another); what is left open is closed at
+# interpreter exit, the handles first (an async save in flight becomes
+# durable), then the world. Every rank makes the same calls, so the
+# cache and these collective opens and closes match on every rank.
+_DEFAULT: List[World] = []
+_SHARED: Dict[Tuple[str, int], _Shared] = {}
+_COUNTS = {"worlds": 0, "handles": 0}       # made so far (the tests read them)
+_AT_EXIT: List[bool] = []
+
+
+def _at_exit() -> None:
+    if not _AT_EXIT:
+        atexit.register(_close_all)
+        _AT_EXIT.append(True)
+
+
+def _close_all() -> None:
+    """Close every shared handle whose world is open, then the default world."""
+    for key in list(_SHARED):
+        _drop(key)
+    while _DEFAULT:
+        w = _DEFAULT.pop()
+        if w._comm:
+            try:
+                w.close()
+            except Exception as e:  # noqa: BLE001 (at exit: say it, go on)
+                sys.stderr.write("loom: warning: closing the DCP world at exit: %s\n" % e)
+
+
+def _drop(key: Tuple[str, int]) -> None:
+    """Close the shared handle of key (collective) and forget it."""
+    sh = _SHARED.pop(key, None)
+    if sh is not None and sh.world._comm:
+        try:
+            sh.ck.close()
+        except Exception as e:  # noqa: BLE001
+            sys.stderr.write("loom: warning: closing the DCP checkpoint %s: %s\n" %
+                             (sh.ck.dir, e))
+
+
 def _world(world: Optional[World]) -> World:
+    """world, else the shared default world (made now when there is none
+    open: collective)."""
     if world is not None:
         return world
+    if _DEFAULT and _DEFAULT[0]._comm:
+        return _DEFAULT[0]
     from ._resumable import cpu_world
-    return cpu_world()
+    _DEFAULT[:] = [cpu_world()]
+    _COUNTS["worlds"] += 1
+    _at_exit()
+    return _DEFAULT[0]
+
+
+def _key(path: str, world: World) -> Tuple[str, int]:
+    return (os.path.realpath(path), id(world))
+
+
+def _shared(path: str, world: World) -> _Shared:
+    """The shared handle of path and world, opened now when there is none
+    (collective)."""
+    key = _key(path, world)
+    sh = _SHARED.get(key)
+    if sh is not None and sh.world is world and sh.ck._ck:
+        return sh
+    _SHARED.pop(key, None)  # its world was closed, or another took its id
+    sh = _Shared(world, Checkpoint(world, path))
+    _SHARED[key] = sh
+    _COUNTS["handles"] += 1
+    _at_exit()
+    return sh
+
+
+def _settle(path: str, world: World) -> None:
+    """Wait for the writers' async save in flight in path, if any, so that a
+    reader finds it committed (collective when there is one)."""
+    sh = _SHARED.get(_key(path, world))
+    if sh is not None and sh.world is world and sh.ck._ck:
+        sh.ck.wait()
 
 
 def _bytes_of(t: Any) -> Any:
@@ -131,14 +221,18 @@ class StorageWriter:
 
     One libloom checkpoint handle serves every save of a writer (its
     tensors registered afresh at each save, loom_ckpt_clear), so an async
-    save copies into staging memory faulted in once, not at every save.
+    save copies into staging memory faulted in once, not at every save;
+    writers of the same directory and world share it, so a writer made
+    per save, save_state_dict(sd, StorageWriter(path)), reuses it too
+    (and, without world=, one world made at the first save).
     The first async save would still fault it in during its copy, unless
     the writer knows the state beforehand: state_dict (the state, or one
     of the same sizes) makes the constructor collective, opens the handle
     and starts faulting this rank's share in, in the background, while
     the program goes on (loom_ckpt_reserve); reserve() does the same
     later, with the share in bytes. The staging (this rank's share) is held
-    until close().
+    until close(), else until the interpreter exits (which waits for the
+    async save in flight).
     """
 
     def __init__(self, path: Optional[str] = None, step: Optional[int] = None,
@@ -154,7 +248,6 @@ class StorageWriter:
         self.keep = keep
         self._world_arg = world
         self.world: Optional[World] = None
-        self._ck: Optional[Checkpoint] = None     # the handle, open from the first save
         self.is_coordinator = False
         self.saved: Optional[int] = None          # the step of the last save
         if state_dict is not None:
@@ -167,7 +260,7 @@ class StorageWriter:
         bytes (this rank's tensors) now, in the background, so that the
         first async save blocks only for its copy. Collective the first
         time (it opens the handle); nothing without async_save."""
-        ck = self._open()
+        ck = self._open().ck
         if self.async_save:
             # with room for DCP's metadata and the non-tensor values
             ck.reserve(int(nbytes) + max(1 << 20, int(nbytes) // 64))
@@ -183,23 +276,31 @@ class StorageWriter:
         self.is_coordinator = is_coordinator
         self._open()
 
-    def _open(self) -> Checkpoint:
-        """The writer's handle (collective when it is opened)."""
+    @property
+    def _ck(self) -> Optional[Checkpoint]:
+        """The handle shared with the other writers of path and world, None
+        before the first save and after close()."""
         if self.world is None:
+            return None
+        sh = _SHARED.get(_key(self.path, self.world))
+        return sh.ck if sh is not None and sh.world is self.world and sh.ck._ck else None
+
+    def _open(self) -> _Shared:
+        """The shared handle, with this writer's settings (collective when
+        it is opened)."""
+        if self.world is None or not self.world._comm:
             self.world = _world(self._world_arg)
             if self.world.rank == 0:
                 os.makedirs(self.path, exist_ok=True)
             self.world.barrier()
-        if self._ck is None:
-            ck = Checkpoint(self.world, self.path)
-            try:
-                ck.set_keep(self.keep)
-                ck.set_async(self.async_save)
-            except BaseException:
-                ck.close()
-                raise
-            self._ck = ck
-        return self._ck
+        sh = _shared(self.path, self.world)
+        try:
+            sh.ck.set_keep(self.keep)
+            sh.ck.set_async(self.async_save)
+        except BaseException:
+            _drop(_key(self.path, self.world))
+            raise
+        return sh
 
     def prepare_local_plan(self, plan: Any) -> Any:
         return plan
@@ -263,22 +364,22 @@ class StorageWriter:
             if fqn in blobs:
                 lens[i] = len(blobs[fqn])
         world.allreduce(lens, op="sum")
-        ck = self._open()
+        sh = self._open()
+        ck = sh.ck
         try:
             ck.clear()
             self._register(ck, info, names, mine, blobs, lens)
-            step = self.step
+            step = self.step if self.step is not None else sh.next_step
             if step is None:
                 last = ck.latest()
                 step = 0 if last is None else last + 1
             ck.save(step)
         except BaseException:
-            self._ck = None
-            ck.close()
+            _drop(_key(self.path, world))
             raise
         ck.clear()  # the state's buffers are not kept (an async save has its copy)
         self.saved = step
-        self.step = step + 1
+        self.step = sh.next_step = step + 1
         fut: Any = Future()
         fut.set_result(results)
         return fut
@@ -322,17 +423,17 @@ class StorageWriter:
 
     def wait(self) -> None:
         """Wait until the async save in flight is durable (collective)."""
-        if self._ck is not None:
-            self._ck.wait()
+        ck = self._ck
+        if ck is not None:
+            ck.wait()
 
     def close(self) -> None:
-        """wait(), then free the handle and the world this writer made
-        (collective)."""
-        if self._ck is not None:
-            ck, self._ck = self._ck, None
-            ck.close()
-        if self.world is not None and self._world_arg is None:
-            self.world.close()
+        """wait(), then close the handle this writer shares with the other
+        writers of its directory and world, freeing the staging (collective;
+        their next save opens another). The world made without world= stays,
+        for the next writer or reader, until the interpreter exits."""
+        if self.world is not None:
+            _drop(_key(self.path, self.world))
         self.world = None
 
 
@@ -350,7 +451,9 @@ class StorageReader:
 
     step: load that step (default: the newest that verifies; a damaged
     one falls back to the one before, with a warning). world: the
-    loom.World of the ranks (collective).
+    loom.World of the ranks (collective); without it, readers and writers
+    share one world. A load waits for the async save in flight of the
+    writers of path (and world), so it finds that save committed.
     """
 
     def __init__(self, path: Optional[str] = None, step: Optional[int] = None,
@@ -398,8 +501,9 @@ class StorageReader:
         return step, got
 
     def read_metadata(self) -> Any:
-        if self.world is None:
+        if self.world is None or not self.world._comm:
             self.world = _world(self._world_arg)
+        _settle(self.path, self.world)
         self.step, got = self._meta(self.step)
         self._table = got["table"]
         self._lens = got["blob_lens"]
@@ -491,9 +595,8 @@ class StorageReader:
         return fut
 
     def close(self) -> None:
-        """Free the world this reader made (collective)."""
-        if self.world is not None and self._world_arg is None:
-            self.world.close()
+        """Nothing to free: a reader holds no handle between calls, and the
+        world made without world= is shared (closed at interpreter exit)."""
         self.world = None
 
 

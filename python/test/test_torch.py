@@ -231,6 +231,50 @@ def t_dcp_writer_reused():
         world.close()
 
 
+PER_SAVE = r"""
+import os, sys, torch, loom.torch
+from loom import _dcp
+D, d = loom.torch.dcp(), sys.argv[1]
+ws, cks = [], []
+for k in range(5):
+    w = loom.torch.StorageWriter(d, async_save=True)   # README's pattern: one per save, never closed
+    D.save_state_dict({"a": torch.full((1000,), float(k)), "k": k}, w, no_dist=True)
+    ws.append(w.world)
+    cks.append(w._ck)
+    print("save", k, "step", w.saved, flush=True)
+print("worlds", _dcp._COUNTS["worlds"], "handles", _dcp._COUNTS["handles"],
+      "same world", all(x is ws[0] for x in ws), "same handle", all(x is cks[0] for x in cks))
+r = loom.torch.StorageReader(d)
+got = {"a": torch.zeros(1000), "k": None}
+D.load_state_dict(got, r, no_dist=True)
+print("loaded", r.step, got["k"], bool(torch.equal(got["a"], torch.full((1000,), 4.0))))
+print("worlds", _dcp._COUNTS["worlds"], "handles", _dcp._COUNTS["handles"])
+w = loom.torch.StorageWriter(d, async_save=True)
+D.save_state_dict({"a": torch.full((1000,), 5.0), "k": 5}, w, no_dist=True)
+print("last", w.saved, flush=True)
+"""
+
+
+@test
+def t_dcp_writer_per_save():
+    """StorageWriter made per save, never closed: one world, one handle; the exit makes the last async save durable"""
+    if torch is None:
+        return "skip torch is not installed"
+    d = os.path.join(TMP, "dcp-per-save")
+    out = subprocess.run([sys.executable, "-c", PER_SAVE, d], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out
+    lines = out.stdout.splitlines()
+    assert lines[:5] == ["save %d step %d" % (k, k) for k in range(5)], out
+    assert lines[5] == "worlds 1 handles 1 same world True same handle True", out
+    # the reader waited for the save in flight, and used the same world
+    assert lines[6:8] == ["loaded 4 4 True", "worlds 1 handles 1"], out
+    assert lines[8] == "last 5", out
+    # exited with save 5 in flight: the exit waited for it to be committed
+    assert open(os.path.join(d, "latest")).read() == "step-5\n", out
+    assert "warning" not in out.stderr, out.stderr
+
+
 def main():
     rc = pytap.run(TESTS)
     subprocess.run(["rm", "-rf", TMP])

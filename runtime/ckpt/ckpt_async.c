@@ -1,9 +1,15 @@
-/* runtime/ckpt/ckpt_async.c: the background save. loom_ckpt_save copies
- * every registered block into staging memory (one buffer per rank, kept
- * for the next save) and a thread per rank runs the blocking save on a
- * shadow handle whose blocks point into that copy, over a communicator
- * duplicated from the user's: its collectives never interleave with the
- * caller's. The next call that waits reports how it ended.
+/* runtime/ckpt/ckpt_async.c: the background save. loom_ckpt_save starts
+ * a thread per rank that runs the blocking save on a shadow handle whose
+ * blocks point into staging memory (one buffer per rank, kept for the
+ * next save), over a communicator duplicated from the user's: its
+ * collectives never interleave with the caller's. Then the caller copies
+ * every registered block into that buffer, front to back, and returns.
+ * The copy and the save overlap: the save plans, creates its files and
+ * writes what is staged while the rest is copied, its reads of the
+ * buffer waiting at the staging gate (ckpt_gate.c) for the copy to pass
+ * them, so a save is durable about one copy sooner than a copy followed
+ * by a save. The data, sums and commit are those of a blocking save of
+ * the copy. The next call that waits reports how it ended.
  *
  * Fresh memory costs far more to fault in than to copy into (a kernel
  * page fault and zeroing per page, an order of magnitude slower than the
@@ -32,6 +38,7 @@
 
 struct ck_bg {
 	loom_ckpt_t h;       /* the shadow handle the thread saves with */
+	ck_gate_t gate;      /* h's reads wait for the caller's copy */
 	loom_comm_t *comm;   /* duplicated from the user's */
 	char *stage;
 	size_t stage_cap;
@@ -145,7 +152,8 @@ static void shadow_free(struct ck_bg *bg)
 	bg->h.nt = 0;
 }
 
-/* the shadow table: ck's tensors, blocks pointing into the staging copy */
+/* the shadow table: ck's tensors, blocks pointing into the staging
+ * buffer, one after another in table order (the copy comes later) */
 static int shadow_fill(loom_ckpt_t *ck, struct ck_bg *bg)
 {
 	size_t at = 0;
@@ -166,11 +174,37 @@ static int shadow_fill(loom_ckpt_t *ck, struct ck_bg *bg)
 			size_t n = block_bytes(s, &ck->t[i].b[b]);
 			s->b[b] = ck->t[i].b[b];
 			s->b[b].data = bg->stage + at;
-			memcpy(bg->stage + at, ck->t[i].b[b].data, n);
 			at += n;
 		}
 	}
 	return LOOM_SUCCESS;
+}
+
+/* the caller's copy into the staging buffer, in the shadow table's order,
+ * opening the gate behind it a piece at a time (the writer runs).
+ * LOOM_CKPT_TEST_HOLD (tests): after the first piece, the copy holds
+ * until the writer waits for the next (10 s at most) */
+#define COPY_PIECE ((size_t)4 << 20)
+static void stage_copy(loom_ckpt_t *ck, struct ck_bg *bg)
+{
+	size_t at = 0;
+	int hold = getenv("LOOM_CKPT_TEST_HOLD") != NULL;
+	for (int i = 0; i < ck->nt; i++)
+		for (int b = 0; b < ck->t[i].nb; b++) {
+			const char *src = ck->t[i].b[b].data;
+			size_t n = block_bytes(&ck->t[i], &ck->t[i].b[b]);
+			for (size_t o = 0; o < n; o += COPY_PIECE) {
+				size_t k = n - o < COPY_PIECE ? n - o : COPY_PIECE;
+				memcpy(bg->stage + at, src + o, k);
+				at += k;
+				loom_ck_gate_open(&bg->gate, at);
+				if (hold) {
+					loom_ck_gate_hold(&bg->gate, 10);
+					hold = 0;
+				}
+			}
+		}
+	loom_ck_gate_open(&bg->gate, SIZE_MAX);
 }
 
 /* the staging for MINE bytes: the prepared buffer when it is large
@@ -246,6 +280,7 @@ static int async_unsupported(loom_ckpt_t *ck, struct ck_bg *bg)
 /* the writer could not start everywhere: stop the ones that did */
 static void start_undo(struct ck_bg *bg)
 {
+	loom_ck_gate_open(&bg->gate, SIZE_MAX); /* unstaged: the save fails, never commits */
 	loom_comm_abort(bg->comm); /* their save fails on the duplicated comm */
 	if (bg->running)
 		pthread_join(bg->th, NULL);
@@ -302,9 +337,11 @@ int loom_ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 	memcpy(bg->h.job, ck->job, sizeof bg->h.job);
 	memset(&bg->h.st, 0, sizeof bg->h.st);
 	bg->h.stopped = 0;
+	bg->h.gate = &bg->gate;
 	bg->step = step;
 	bg->what = what;
 	bg->rc = LOOM_SUCCESS;
+	loom_ck_gate_close(&bg->gate, bg->stage);
 	/* stop signals go to the caller's threads, never to the writer */
 	rc = start_quiet(&bg->th, writer, bg) == 0 ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
 	if (rc == LOOM_SUCCESS)
@@ -313,8 +350,10 @@ int loom_ck_bg_start(loom_ckpt_t *ck, long long step, int what)
 		LOOM_WARN("ckpt: rank %d: cannot start the background writer; saving blocking",
 			  ck->rank);
 	/* a rank without a thread saves blocking; so must the others */
-	if ((rc = loom_ck_agree(ck, rc)) == LOOM_SUCCESS)
+	if ((rc = loom_ck_agree(ck, rc)) == LOOM_SUCCESS) {
+		stage_copy(ck, bg);
 		return 0;
+	}
 	start_undo(bg);
 	return 1;
 }
@@ -348,6 +387,7 @@ int loom_ck_bg_free(loom_ckpt_t *ck)
 	shadow_free(bg);
 	pre_drop(bg);
 	stage_unmap(bg->stage, bg->stage_cap);
+	loom_ck_gate_destroy(&bg->gate);
 	free(bg);
 	ck->bg = NULL;
 	return rc;
@@ -356,5 +396,11 @@ int loom_ck_bg_free(loom_ckpt_t *ck)
 int loom_ck_bg_new(loom_ckpt_t *ck)
 {
 	ck->bg = calloc(1, sizeof *ck->bg);
-	return ck->bg ? LOOM_SUCCESS : LOOM_ERR_NOMEM;
+	if (!ck->bg)
+		return LOOM_ERR_NOMEM;
+	if (loom_ck_gate_init(&ck->bg->gate) == LOOM_SUCCESS)
+		return LOOM_SUCCESS;
+	free(ck->bg);
+	ck->bg = NULL;
+	return LOOM_ERR_NOMEM;
 }

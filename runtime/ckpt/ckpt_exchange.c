@@ -148,7 +148,7 @@ static void pack_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
 {
 	packst_t *s = arg;
 	if (s->to_window)
-		memcpy(s->dst + s->pos, loom_ck_run_ptr(s->ck, r, v), len);
+		memcpy(s->dst + s->pos, loom_ck_run_src(s->ck, r, v, len), len);
 	else
 		memcpy(loom_ck_run_ptr(s->ck, r, v), s->dst + s->pos, len);
 	s->pos += len;
@@ -171,7 +171,7 @@ static void self_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
 {
 	packst_t *s = arg;
 	if (s->to_window)
-		memcpy(s->win + (v - s->lo), loom_ck_run_ptr(s->ck, r, v), len);
+		memcpy(s->win + (v - s->lo), loom_ck_run_src(s->ck, r, v, len), len);
 	else
 		memcpy(loom_ck_run_ptr(s->ck, r, v), s->win + (v - s->lo), len);
 }
@@ -216,7 +216,9 @@ static void direct_fn(void *arg, uint64_t v, uint64_t len, const ckpt_vrun_t *r)
 	if (d->rc)
 		return;
 	d->rc = reqv_post(d->reqs, d->ck->comm, d->send,
-			  d->window_side ? d->win + (v - d->lo) : loom_ck_run_ptr(d->ck, r, v), len, d->peer);
+			  d->window_side ? d->win + (v - d->lo) :
+			  d->send ? (char *)loom_ck_run_src(d->ck, r, v, len) : loom_ck_run_ptr(d->ck, r, v),
+			  len, d->peer);
 }
 
 static int grow(char **buf, uint64_t *cap, uint64_t need)

@@ -69,7 +69,7 @@ int loom_ckpt_open(loom_comm_t *comm, const char *dir, loom_ckpt_t **out)
 	if (rc == LOOM_SUCCESS)
 		rc = loom_ck_cache_check(ck);
 	if (rc != LOOM_SUCCESS) {
-		free(ck->bg);
+		loom_ck_bg_free(ck);
 		free(ck->cache);
 		free(ck->dir);
 		free(ck);

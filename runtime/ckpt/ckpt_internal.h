@@ -3,6 +3,7 @@
  * or load, and the collective steps. The files bottom-up: each calls
  * only those above it in this list (and ckpt_nocomm.h's: format, layout,
  * plan, dir, times).
+ *   ckpt_gate.c      the staging gate: an async save's reads wait for its copy
  *   ckpt_signal.c    stop signals: handler, install/remove, names
  *   ckpt_agree.c     agreement: worst status, same tensor table, comm failures
  *   ckpt_window.c    an aggregator's window: file I/O, chunk sums, writer
@@ -23,6 +24,26 @@
 #include "ckpt/ckpt_nocomm.h"
 
 #include <pthread.h>
+#include <stdint.h>
+
+/* ---- ckpt_gate.c ---- */
+/* How far the caller's copy into an async save's staging buffer has got:
+ * the background writer reads [p, p + len) of the buffer only once
+ * done >= p + len - base. Open (done = SIZE_MAX) when no copy runs. */
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	const char *base;
+	size_t done;       /* atomic: bytes copied from base */
+	int waited;        /* the writer has waited since the gate closed */
+} ck_gate_t;
+int loom_ck_gate_init(ck_gate_t *g);     /* open; a loom status */
+void loom_ck_gate_destroy(ck_gate_t *g);
+void loom_ck_gate_close(ck_gate_t *g, const char *base);   /* a copy into base starts */
+void loom_ck_gate_open(ck_gate_t *g, size_t done);         /* SIZE_MAX: all the way */
+void loom_ck_gate_wait(ck_gate_t *g, const char *p, uint64_t len);
+/* for tests: until the writer has waited at the gate (S seconds at most) */
+void loom_ck_gate_hold(ck_gate_t *g, int s);
 
 struct loom_ckpt {
 	loom_comm_t *comm;
@@ -42,6 +63,7 @@ struct loom_ckpt {
 	int flush_every;   /* LOOM_CKPT_FLUSH: every Nth cached save goes to dir too */
 	long cached;       /* saves into the cache since open */
 	int flush_only;    /* the writer's handle flushes a cached save: counted there */
+	ck_gate_t *gate;   /* the writer's shadow handle: its blocks are being staged */
 };
 
 /* ---- ckpt_signal.c ---- */
@@ -230,6 +252,17 @@ void loom_ck_writer_join(ck_writer_t *w, ck_op_t *op);
 static inline char *loom_ck_run_ptr(loom_ckpt_t *ck, const ckpt_vrun_t *r, uint64_t v)
 {
 	return (char *)ck->t[r->tensor].b[r->block].data + r->loff + (v - r->v);
+}
+
+/* the same, to read LEN bytes from in a save: on the background writer's
+ * handle, once the caller's staging copy has passed them */
+static inline const char *loom_ck_run_src(loom_ckpt_t *ck, const ckpt_vrun_t *r, uint64_t v,
+					  uint64_t len)
+{
+	const char *p = loom_ck_run_ptr(ck, r, v);
+	if (ck->gate)
+		loom_ck_gate_wait(ck->gate, p, len);
+	return p;
 }
 
 #endif

@@ -128,12 +128,14 @@ void loom_ck_write_own(loom_ckpt_t *ck, ck_op_t *op)
 			uint64_t k = (v - p->base[t]) / p->chunk, lo = p->base[t] + k * p->chunk;
 			uint64_t hi = lo + p->chunk < p->base[t + 1] ? lo + p->chunk : p->base[t + 1];
 			uint64_t end = hi < r->v + r->len ? hi : r->v + r->len;
-			if (loom_ck_pwrite_all(op->fds[t], loom_ck_run_ptr(ck, r, v), end - v, v - p->base[t]) != 0) {
+			if (loom_ck_pwrite_all(op->fds[t], loom_ck_run_src(ck, r, v, end - v), end - v,
+					       v - p->base[t]) != 0) {
 				snprintf(op->why, sizeof op->why, "write %s: %s", op->fnames[t],
 					 strerror(errno));
 				op->io_rc = LOOM_ERR_IO;
 			} else if (op->owner[p->cbase[t] + k] == ck->rank && v == lo && end == hi) {
-				loom_ck_sums_feed(p, &op->sums, loom_ck_run_ptr(ck, r, lo), lo, hi - lo);
+				loom_ck_sums_feed(p, &op->sums, loom_ck_run_src(ck, r, lo, hi - lo), lo,
+						  hi - lo);
 			}
 			v = end;
 		}

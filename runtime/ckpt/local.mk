@@ -1,7 +1,7 @@
 # runtime/ckpt/: coordinated checkpoint/restart (loom_ckpt_*) on the
 # public API, its tests and loom-ckpt-bench. Format:
 # docs/checkpoint-format.md.
-runtime_libloom_core_la_SOURCES += runtime/ckpt/ckpt_signal.c runtime/ckpt/ckpt_agree.c runtime/ckpt/ckpt_handle.c \
+runtime_libloom_core_la_SOURCES += runtime/ckpt/ckpt_gate.c runtime/ckpt/ckpt_signal.c runtime/ckpt/ckpt_agree.c runtime/ckpt/ckpt_handle.c \
 	runtime/ckpt/ckpt_plan.c runtime/ckpt/ckpt_exchange.c runtime/ckpt/ckpt_window.c \
 	runtime/ckpt/ckpt_save.c runtime/ckpt/ckpt_async.c runtime/ckpt/ckpt_cache.c runtime/ckpt/ckpt_cache_restore.c runtime/ckpt/ckpt_load.c runtime/ckpt/ckpt_api.c runtime/ckpt/ckpt_format.c \
 	runtime/ckpt/ckpt_dir.c runtime/ckpt/ckpt_times.c \

@@ -3,7 +3,10 @@
 loom.torch.StorageWriter/StorageReader, for t5103. Run by srun
 --loom-env=torch on any rank count (gloo).
 
-    dcp_drive.py save DIR [--steps N] [--async]   N saves (values step-dependent)
+    dcp_drive.py save DIR [--steps N] [--async] [--per-save]
+                                                  N saves (values step-dependent);
+                                                  --per-save: a new writer for each,
+                                                  never closed (README's pattern)
     dcp_drive.py load DIR [--step S]              load and check every value
 
 The state dict: a replicated tensor "w" (float32), "h" (bfloat16), an
@@ -58,6 +61,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--step", type=int)
     ap.add_argument("--async", dest="async_save", action="store_true")
+    ap.add_argument("--per-save", action="store_true")
     a = ap.parse_args()
     dist.init_process_group("gloo", init_method="env://")
     rank, size = dist.get_rank(), dist.get_world_size()
@@ -66,9 +70,16 @@ def main():
     if a.mode == "save":
         w = loom.torch.StorageWriter(a.dir, async_save=a.async_save)
         for k in range(a.steps):
+            if a.per_save and k:
+                w = loom.torch.StorageWriter(a.dir, async_save=a.async_save)
             D.save_state_dict(state(k, size, rank, True), w)
             print("rank %d/%d: saved step %d" % (rank, size, w.saved), flush=True)
-        w.close()
+        if a.per_save:  # the exit closes the shared handle and world
+            from loom import _dcp
+            print("rank %d/%d: worlds %d handles %d" % (rank, size, _dcp._COUNTS["worlds"],
+                                                       _dcp._COUNTS["handles"]), flush=True)
+        else:
+            w.close()
     else:
         r = loom.torch.StorageReader(a.dir, step=a.step)
         sd = state(0, size, rank, False)

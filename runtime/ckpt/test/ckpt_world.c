@@ -582,6 +582,74 @@ static void t_async(void)
 	loom_ckpt_close(ck);
 }
 
+/* async, overlapped: a state of many staging pieces in three blocks of
+ * odd sizes, whose background save writes while the caller still copies
+ * it (LOOM_CKPT_TEST_HOLD: the copy holds after its first piece until
+ * the writer has had to wait for the next); the buffers are overwritten
+ * as soon as the save returns, in both write modes: each step holds the
+ * values at its call, byte for byte (the second save's staging holds the
+ * first's values until the copy passes) */
+enum { BIG_ROWS = 1031, BIG_COLS = 4099 }; /* int32: about 16 MiB, 4 staging pieces */
+static uint32_t big_val(int seed, size_t i)
+{
+	return (uint32_t)(i * 2654435761u) ^ (uint32_t)seed;
+}
+
+static void big_fill(uint32_t *b, int seed)
+{
+	for (size_t i = 0; i < (size_t)BIG_ROWS * BIG_COLS; i++)
+		b[i] = big_val(seed, i);
+}
+
+static int big_register(loom_ckpt_t *ck, uint32_t *b)
+{
+	size_t sh[2] = { BIG_ROWS, BIG_COLS }, rows[4] = { 0, 517, 518, BIG_ROWS };
+	for (int k = 0; k < 3; k++) {
+		size_t off[2] = { rows[k], 0 }, ext[2] = { rows[k + 1] - rows[k], BIG_COLS };
+		if (loom_ckpt_tensor(ck, "big", LOOM_INT32, 2, sh, off, ext, b + rows[k] * BIG_COLS))
+			return -1;
+	}
+	return register_whole(ck);
+}
+
+static void t_async_pieces(const char *mode)
+{
+	char dir[400];
+	loom_ckpt_t *ck;
+	size_t n = (size_t)BIG_ROWS * BIG_COLS, bad;
+	uint32_t *b = malloc(n * sizeof *b);
+	snprintf(dir, sizeof dir, "%s/ck-pieces-%s", base, mode);
+	mkdir(dir, 0755);
+	setenv("LOOM_CKPT_MODE", mode, 1);
+	setenv("LOOM_CKPT_CHUNK", "1048576", 1);
+	setenv("LOOM_CKPT_BUFFER_BYTES", "3000000", 1);
+	setenv("LOOM_CKPT_TEST_HOLD", "1", 1);
+	ok(b && loom_ckpt_open(w, dir, &ck) == LOOM_SUCCESS && big_register(ck, b) == 0 &&
+	   loom_ckpt_set_async(ck, 1) == LOOM_SUCCESS, "pieces %s: open, 16 MiB in 3 blocks", mode);
+	for (int s = 1; s <= 2; s++) {
+		big_fill(b, s);
+		fill(s);
+		is_int(loom_ckpt_save(ck, s), LOOM_SUCCESS, "pieces %s: async save %d returns", mode, s);
+		big_fill(b, 100 + s); /* while its save writes */
+		fill(100 + s);
+	}
+	is_int(loom_ckpt_wait(ck), LOOM_SUCCESS, "pieces %s: wait: committed", mode);
+	for (int s = 1; s <= 2; s++) {
+		is_int(loom_ckpt_load(ck, s), LOOM_SUCCESS, "pieces %s: load step %d", mode, s);
+		bad = 0;
+		for (size_t i = 0; i < n; i++)
+			bad += b[i] != big_val(s, i);
+		ok(bad == 0 && check(s), "pieces %s: step %d holds the values at its call "
+		   "(%zu values differ)", mode, s, bad);
+	}
+	is_int(loom_ckpt_close(ck), LOOM_SUCCESS, "pieces %s: close", mode);
+	setenv("LOOM_CKPT_CHUNK", "4096", 1);
+	setenv("LOOM_CKPT_BUFFER_BYTES", "1000", 1);
+	unsetenv("LOOM_CKPT_MODE");
+	unsetenv("LOOM_CKPT_TEST_HOLD");
+	free(b);
+}
+
 /* clear and reserve: one async handle saves a state registered afresh
  * for each save (other buffers, then one more tensor), as the DCP
  * writer does, with staging reserved before anything is registered */
@@ -778,6 +846,8 @@ int main(void)
 	t_signals();
 	t_holes();
 	t_async();
+	t_async_pieces("two-phase");
+	t_async_pieces("independent");
 	t_clear();
 	t_cache();
 	t_restart();
