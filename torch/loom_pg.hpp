@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -86,23 +87,48 @@ class Progress {
 };
 
 /* The world formed by loom_init, shared by every process group of this
- * process; finalized when the last one goes. */
+ * process (and by loom.torch.cpu_world()); finalized when the last one
+ * goes. */
 struct World {
 	loom_comm_t *comm = nullptr;
 	~World();
 };
 
+/* A duplicate of the world's communicator that keeps the world alive:
+ * loom.torch.cpu_world() when the default group is "loom" (no second
+ * world, no second rendezvous). Collective over the world. */
+class WorldDup {
+ public:
+	WorldDup();
+	~WorldDup() { free(); }
+	/* the loom_comm_t * for loom.World (ctypes); 0 once freed */
+	uintptr_t address() const { return (uintptr_t)comm_; }
+	void free();
+
+ private:
+	std::shared_ptr<World> world_;
+	loom_comm_t *comm_ = nullptr;
+};
+
 class ProcessGroupLoom : public c10d::ProcessGroup {
  public:
-	/* rank and size from init_process_group: they must be those of the
-	 * world libloom forms (the first group) or of that world (a later
-	 * group, a duplicate of it). timeout_s bounds every operation. */
-	ProcessGroupLoom(int rank, int size, double timeout_s);
+	/* rank and size from init_process_group or new_group. The first
+	 * group forms libloom's world, of its rank and size. A later group
+	 * of every rank is a duplicate of that world; one of a subset,
+	 * `ranks` (the members' ranks in the world, ascending), is split
+	 * from it: every rank of the world takes part, the others through
+	 * split_out(). timeout_s bounds every operation. */
+	ProcessGroupLoom(int rank, int size, double timeout_s, std::vector<int64_t> ranks = {});
 	~ProcessGroupLoom() override;
 
 	const std::string getBackendName() const override { return "loom"; }
 	/* whether a group of this process holds libloom's world now */
 	static bool have_world();
+	/* the size of that world; 0 without one */
+	static int world_size();
+	/* a rank of the world outside a new group of a subset: its part of
+	 * the split (collective over the world) */
+	static void split_out();
 	std::string bootstrap() const;
 	std::string transport(int peer) const;
 
