@@ -34,5 +34,11 @@ PYBIND11_MODULE(_c10d, m)
 		.def(py::init<>(), py::call_guard<py::gil_scoped_release>())
 		.def_property_readonly("address", &loomtorch::WorldDup::address)
 		.def("free", &loomtorch::WorldDup::free);
+	/* torch 1.13's dispatcher hands a process group CPU and CUDA tensors
+	 * only, and a CPU-only torch makes no CUDA tensor: tests reach the
+	 * check every operation makes first with a meta tensor */
+	m.def("_check_device", [](const std::string &op, const at::Tensor &t) {
+		loomtorch::check_cpu(op.c_str(), t);
+	}, "the device check of every operation (tests)");
 	m.def("library_version", []() { return std::string(loom_version()); });
 }
