@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -178,13 +179,20 @@ ProcessGroupLoom::ProcessGroupLoom(int rank, int size, double timeout_s, std::ve
 	loom_comm_set_name(p2p_, "torch-send-recv");
 	for (auto *c : {coll_, pcoll_, p2p_})
 		check_status(op, "loom_comm_set_timeout", loom_comm_set_timeout(c, timeout_s));
-	progress_.reset(new Progress());
-	p2p_progress_.reset(new Progress());
+	progress_ = std::make_shared<Progress>();
+	p2p_progress_ = std::make_shared<Progress>();
 	init();
 }
 
 ProcessGroupLoom::~ProcessGroupLoom()
 {
+	{
+		std::lock_guard<std::mutex> g(live_m_);
+		for (auto &x : live_)
+			if (auto w = x.lock())
+				w->drive();
+		live_.clear();
+	}
 	progress_.reset();
 	p2p_progress_.reset();
 	for (auto *c : {pcoll_, p2p_})
@@ -244,15 +252,24 @@ std::string ProcessGroupLoom::transport(int peer) const
 }
 
 c10::intrusive_ptr<WorkLoom> ProcessGroupLoom::work(OpType type, const char *name,
-	std::vector<at::Tensor> outputs)
+	std::vector<at::Tensor> outputs, bool user_p2p)
 {
-	return c10::make_intrusive<WorkLoom>(rank_, type, name, std::move(outputs));
+	auto w = c10::make_intrusive<WorkLoom>(rank_, type, name, std::move(outputs),
+		user_p2p ? p2p_progress_ : progress_);
+	track(w);
+	return w;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::start(c10::intrusive_ptr<WorkLoom> w, bool user_p2p)
+/* amortised: the list is pruned of dropped Works when it doubles */
+void ProcessGroupLoom::track(const c10::intrusive_ptr<WorkLoom> &w)
 {
-	(user_p2p ? p2p_progress_ : progress_)->push(w);
-	return w;
+	std::lock_guard<std::mutex> g(live_m_);
+	if (live_.size() >= live_cap_) {
+		live_.erase(std::remove_if(live_.begin(), live_.end(),
+			[](const c10::weak_intrusive_ptr<WorkLoom> &x) { return x.expired(); }), live_.end());
+		live_cap_ = std::max<size_t>(64, 2 * live_.size());
+	}
+	live_.emplace_back(w);
 }
 
 void ProcessGroupLoom::post(WorkLoom &w, loom_comm_t *c, bool is_send, const at::Tensor &t, int peer)
@@ -617,9 +634,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::send(std::vector<at::Tensor> &t
 {
 	const char *op = "send";
 	check_p2p(op, tensors, dst, tag, size_);
-	auto w = work(OpType::SEND, op, {});
+	auto w = work(OpType::SEND, op, {}, true);
 	post(*w, p2p_, true, in_buf(tensors[0]), dst);
-	return start(w, true);
+	return start(w);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recv(std::vector<at::Tensor> &tensors, int src, int tag)
@@ -628,10 +645,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recv(std::vector<at::Tensor> &t
 	check_p2p(op, tensors, src, tag, size_);
 	auto &t = tensors[0];
 	auto b = out_buf(t);
-	auto w = work(OpType::RECV, op, tensors);
+	auto w = work(OpType::RECV, op, tensors, true);
 	post(*w, p2p_, false, b, src);
 	w->after = copy_back(t, b);
-	return start(w, true);
+	return start(w);
 }
 
 } // namespace loomtorch

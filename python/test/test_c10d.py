@@ -5,6 +5,7 @@ another device: the check reached directly, torch dispatches by device
 first), groups, a second init after destroy. make check runs it where
 loom._c10d is built, with LOOM_TORCH_EXTENSION at it; without torch every
 test is skipped."""
+import datetime
 import gc
 import os
 import sys
@@ -119,6 +120,25 @@ def future_and_noncontiguous():
     # a DDP communication hook's chain
     fut = dist.all_reduce(torch.ones(4), async_op=True).get_future().then(lambda f: f.value()[0] * 2)
     assert torch.equal(fut.wait(), torch.full((4,), 2.0))
+
+
+@test
+def who_completes():
+    """a Work completes however it is awaited: polled, waited with a timeout, its future after wait, dropped"""
+    w = dist.all_reduce(torch.ones(4), async_op=True)
+    while not w.is_completed():
+        pass
+    assert w.is_success()
+    w = dist.all_reduce(torch.ones(4), async_op=True)
+    assert w.wait(timeout=datetime.timedelta(seconds=60))
+    w = dist.all_reduce(torch.ones(4), async_op=True)
+    w.wait()
+    assert torch.equal(w.get_future().wait()[0], torch.ones(4))
+    for _ in range(100):
+        dist.all_reduce(torch.ones(1000), async_op=True)   # dropped at once
+    x = torch.ones(3)
+    dist.all_reduce(x)
+    assert torch.equal(x, torch.ones(3))
 
 
 @test
