@@ -185,7 +185,7 @@ def _create(opts: Any, pg_options: Optional[Any] = None) -> Any:
         return _c10d.ProcessGroupLoom(rank, size, timeout)
 
 
-_torch_new_group = dist.distributed_c10d.new_group
+_torch_new_group: Callable[..., Any] = dist.distributed_c10d.new_group
 _splitting = False
 
 
@@ -199,9 +199,10 @@ def new_group(*args: Any, **kwargs: Any) -> Any:
     a = inspect.signature(_torch_new_group).bind(*args, **kwargs).arguments
     ranks, backend = a.get("ranks"), a.get("backend")
     if (ranks is None or _c10d is None or not dist.is_initialized() or
-            dist.Backend(backend or dist.get_backend()) != NAME or
-            not 0 < len(ranks) < dist.get_world_size()):
-        return _torch_new_group(*args, **kwargs)
+            str(dist.Backend(backend or dist.get_backend())) != NAME or
+            not 0 < len(ranks) < dist.get_world_size() or len(set(ranks)) != len(ranks) or
+            not all(0 <= r < dist.get_world_size() for r in ranks)):
+        return _torch_new_group(*args, **kwargs)    # as is; torch raises for bad ranks
     if dist.get_rank() not in ranks and _c10d.have_world() and _can_split():
         _c10d.split_out()
     _splitting = True
