@@ -12,7 +12,7 @@ bench_loom_bench_LDADD += $(MPI_LIBS)
 endif
 EXTRA_DIST += bench/README.md bench/compare bench/compare-report.py bench/gloo-bench.py
 EXTRA_DIST += bench/dcp-bench.py
-EXTRA_DIST += bench/ddp-step.py
+EXTRA_DIST += bench/ddp-step.py bench/inplace.py
 # how fast two CPUs hand cache lines over (runtime/coll/near.c); not installed
 noinst_PROGRAMS += bench/handoff
 bench_handoff_SOURCES = bench/handoff.c
