@@ -12,7 +12,7 @@ bench_loom_bench_LDADD += $(MPI_LIBS)
 endif
 EXTRA_DIST += bench/README.md bench/compare bench/compare-report.py bench/gloo-bench.py
 EXTRA_DIST += bench/dcp-bench.py
-EXTRA_DIST += bench/ddp-step.py
+EXTRA_DIST += bench/ddp-step.py bench/inplace.py
 # a lost node: heal in place beside the requeue path (t/t5009)
 EXTRA_DIST += bench/recovery
 # how fast two CPUs hand cache lines over (runtime/coll/near.c); not installed

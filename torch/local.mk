@@ -35,7 +35,7 @@ AM_TESTS_ENVIRONMENT += \
 endif
 
 # the cluster test and its programs (skipped where the extension is not built)
-dist_check_SCRIPTS += t/t5106-torch-backend.t t/t5107-torch-bench.t
+dist_check_SCRIPTS += t/t5106-torch-backend.t t/t5107-torch-bench.t t/t5108-torch-groups.t
 EXTRA_DIST += t/python/torch_backend.py t/python/torch_ddp_compare.py t/python/torch_fault.py \
-	t/python/torch_mismatch.py t/python/torch_hold.py
+	t/python/torch_mismatch.py t/python/torch_hold.py t/python/torch_groups.py
 EXTRA_DIST += contrib/debian/python3-loom-torch.install

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -105,49 +106,93 @@ std::function<void()> unflatten(std::vector<at::Tensor> list, at::Tensor flat)
 std::mutex world_lock;
 std::weak_ptr<World> the_world;
 
+/* the world this process holds, formed by loom_init when there is none
+ * (*fresh says so) */
+std::shared_ptr<World> join_world(const char *op, bool *fresh)
+{
+	std::lock_guard<std::mutex> g(world_lock);
+	auto w = the_world.lock();
+	*fresh = !w;
+	if (w)
+		return w;
+	w = std::make_shared<World>();
+	check_status(op, "loom_init", loom_init(&w->comm));
+	the_world = w;
+	return w;
+}
+
+/* the world, or a RuntimeError: op needs a group that formed it */
+std::shared_ptr<World> held_world(const char *op)
+{
+	auto w = [] {
+		std::lock_guard<std::mutex> g(world_lock);
+		return the_world.lock();
+	}();
+	if (!w)
+		fail(op, "no loom process group of this process holds libloom's world "
+			 "(init_process_group(\"loom\") first)");
+	return w;
+}
+
+/* a member's part of the split of world into the group of ranks */
+loom_comm_t *split_in(const char *op, loom_comm_t *world, const std::vector<int64_t> &ranks)
+{
+	int me = loom_comm_rank(world), ws = loom_comm_size(world);
+	int64_t key = -1;
+	for (size_t i = 0; i < ranks.size(); i++) {
+		if (ranks[i] < 0 || ranks[i] >= ws || (i && ranks[i] <= ranks[i - 1]))
+			fail(op, "the group's ranks must be distinct ranks of the world of " +
+				 std::to_string(ws) + ", ascending");
+		if (ranks[i] == me)
+			key = (int64_t)i;
+	}
+	if (key < 0)
+		fail(op, "this process, rank " + std::to_string(me) + ", is not in the group");
+	loom_comm_t *c = nullptr;
+	check_status(op, "loom_comm_split", loom_comm_split(world, 0, (int)key, &c));
+	return c;
+}
+
 } // namespace
 
-ProcessGroupLoom::ProcessGroupLoom(int rank, int size, double timeout_s)
+ProcessGroupLoom::ProcessGroupLoom(int rank, int size, double timeout_s, std::vector<int64_t> ranks)
 	: c10d::ProcessGroup(rank, size)
 {
-	const char *op = "init_process_group";
-	bool fresh = false;
-	{
-		std::lock_guard<std::mutex> g(world_lock);
-		world_ = the_world.lock();
-		if (!world_) {
-			auto w = std::make_shared<World>();
-			check_status(op, "loom_init", loom_init(&w->comm));
-			world_ = w;
-			the_world = w;
-			fresh = true;
-		}
-	}
-	if (!fresh)
-		op = "new_group";
-	int wr = loom_comm_rank(world_->comm), ws = loom_comm_size(world_->comm);
-	if (wr != rank || ws != size)
-		fail(op, "libloom's world has this process as rank " + std::to_string(wr) + " of " +
-			 std::to_string(ws) + ", torch says rank " + std::to_string(rank) + " of " +
-			 std::to_string(size) + " (a group of a subset of the ranks is not supported)");
-	/* a later group of every rank: a communicator of its own */
-	if (fresh)
-		coll_ = world_->comm;
+	bool fresh;
+	world_ = join_world("init_process_group", &fresh);
+	const char *op = fresh ? "init_process_group" : "new_group";
+	loom_comm_t *wc = world_->comm;
+	if (!ranks.empty() && (int)ranks.size() != loom_comm_size(wc))
+		coll_ = split_in(op, wc, ranks);
+	else if (fresh)
+		coll_ = wc;
 	else
-		check_status(op, "loom_comm_dup", loom_comm_dup(world_->comm, &coll_));
-	check_status(op, "loom_comm_dup", loom_comm_dup(world_->comm, &pcoll_));
-	check_status(op, "loom_comm_dup", loom_comm_dup(world_->comm, &p2p_));
+		check_status(op, "loom_comm_dup", loom_comm_dup(wc, &coll_));
+	int cr = loom_comm_rank(coll_), cs = loom_comm_size(coll_);
+	if (cr != rank || cs != size)
+		fail(op, "libloom's communicator has this process as rank " + std::to_string(cr) +
+			 " of " + std::to_string(cs) + ", torch says rank " + std::to_string(rank) +
+			 " of " + std::to_string(size));
+	check_status(op, "loom_comm_dup", loom_comm_dup(coll_, &pcoll_));
+	check_status(op, "loom_comm_dup", loom_comm_dup(coll_, &p2p_));
 	loom_comm_set_name(pcoll_, "torch-p2p-coll");
 	loom_comm_set_name(p2p_, "torch-send-recv");
 	for (auto *c : {coll_, pcoll_, p2p_})
 		check_status(op, "loom_comm_set_timeout", loom_comm_set_timeout(c, timeout_s));
-	progress_.reset(new Progress());
-	p2p_progress_.reset(new Progress());
+	progress_ = std::make_shared<Progress>();
+	p2p_progress_ = std::make_shared<Progress>();
 	init();
 }
 
 ProcessGroupLoom::~ProcessGroupLoom()
 {
+	{
+		std::lock_guard<std::mutex> g(live_m_);
+		for (auto &x : live_)
+			if (auto w = x.lock())
+				w->drive();
+		live_.clear();
+	}
 	progress_.reset();
 	p2p_progress_.reset();
 	for (auto *c : {pcoll_, p2p_})
@@ -163,6 +208,37 @@ bool ProcessGroupLoom::have_world()
 	return !the_world.expired();
 }
 
+int ProcessGroupLoom::world_size()
+{
+	std::lock_guard<std::mutex> g(world_lock);
+	auto w = the_world.lock();
+	return w ? loom_comm_size(w->comm) : 0;
+}
+
+void ProcessGroupLoom::split_out()
+{
+	const char *op = "new_group";
+	auto w = held_world(op);
+	loom_comm_t *c = nullptr;
+	check_status(op, "loom_comm_split", loom_comm_split(w->comm, LOOM_UNDEFINED, 0, &c));
+	if (c)
+		loom_comm_free(c);
+}
+
+WorldDup::WorldDup() : world_(held_world("cpu_world"))
+{
+	check_status("cpu_world", "loom_comm_dup", loom_comm_dup(world_->comm, &comm_));
+	loom_comm_set_name(comm_, "cpu-world");
+}
+
+void WorldDup::free()
+{
+	if (comm_)
+		loom_comm_free(comm_);
+	comm_ = nullptr;
+	world_.reset();
+}
+
 std::string ProcessGroupLoom::bootstrap() const
 {
 	const char *b = loom_comm_bootstrap(coll_);
@@ -176,15 +252,24 @@ std::string ProcessGroupLoom::transport(int peer) const
 }
 
 c10::intrusive_ptr<WorkLoom> ProcessGroupLoom::work(OpType type, const char *name,
-	std::vector<at::Tensor> outputs)
+	std::vector<at::Tensor> outputs, bool user_p2p)
 {
-	return c10::make_intrusive<WorkLoom>(rank_, type, name, std::move(outputs));
+	auto w = c10::make_intrusive<WorkLoom>(rank_, type, name, std::move(outputs),
+		user_p2p ? p2p_progress_ : progress_);
+	track(w);
+	return w;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::start(c10::intrusive_ptr<WorkLoom> w, bool user_p2p)
+/* amortised: the list is pruned of dropped Works when it doubles */
+void ProcessGroupLoom::track(const c10::intrusive_ptr<WorkLoom> &w)
 {
-	(user_p2p ? p2p_progress_ : progress_)->push(w);
-	return w;
+	std::lock_guard<std::mutex> g(live_m_);
+	if (live_.size() >= live_cap_) {
+		live_.erase(std::remove_if(live_.begin(), live_.end(),
+			[](const c10::weak_intrusive_ptr<WorkLoom> &x) { return x.expired(); }), live_.end());
+		live_cap_ = std::max<size_t>(64, 2 * live_.size());
+	}
+	live_.emplace_back(w);
 }
 
 void ProcessGroupLoom::post(WorkLoom &w, loom_comm_t *c, bool is_send, const at::Tensor &t, int peer)
@@ -549,9 +634,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::send(std::vector<at::Tensor> &t
 {
 	const char *op = "send";
 	check_p2p(op, tensors, dst, tag, size_);
-	auto w = work(OpType::SEND, op, {});
+	auto w = work(OpType::SEND, op, {}, true);
 	post(*w, p2p_, true, in_buf(tensors[0]), dst);
-	return start(w, true);
+	return start(w);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recv(std::vector<at::Tensor> &tensors, int src, int tag)
@@ -560,10 +645,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recv(std::vector<at::Tensor> &t
 	check_p2p(op, tensors, src, tag, size_);
 	auto &t = tensors[0];
 	auto b = out_buf(t);
-	auto w = work(OpType::RECV, op, tensors);
+	auto w = work(OpType::RECV, op, tensors, true);
 	post(*w, p2p_, false, b, src);
 	w->after = copy_back(t, b);
-	return start(w, true);
+	return start(w);
 }
 
 } // namespace loomtorch

@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -39,24 +40,34 @@
 
 namespace loomtorch {
 
+class Progress;
+
 /* An operation in flight: loom's requests, the tensors they touch (kept
  * alive until completion), what to do once they succeed (copy staged
- * results back) and the tensors the Future is completed with. */
+ * results back) and the tensors the Future is completed with.
+ *
+ * loom runs the requests in the background; what completes the Work is
+ * its first waiter. work.wait() completes it on the caller's thread, so a
+ * blocking call costs no thread hand-off beyond loom's own. The progress
+ * thread (its `driver`) takes the Work only when someone may wait without
+ * driving it: getFuture() (DDP's hooks), wait() with a timeout,
+ * isCompleted(), or the Work dropped before it completed. */
 class WorkLoom : public c10d::Work {
  public:
-	WorkLoom(int rank, c10d::OpType type, const char *name, std::vector<at::Tensor> outputs);
+	WorkLoom(int rank, c10d::OpType type, const char *name, std::vector<at::Tensor> outputs,
+		 std::weak_ptr<Progress> driver);
 	~WorkLoom() override;
 	c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 	std::vector<at::Tensor> result() override;
-	/* without a timeout, the caller completes the Work itself when the
-	 * progress thread has not taken it yet: two thread wake-ups fewer
-	 * on the path of a blocking call */
 	bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+	bool isCompleted() override;
 
 	/* true for the one thread that gets to complete the Work */
 	bool claim() { return !claimed_.exchange(true); }
 	/* wait every request, then complete (the claimant only) */
 	void progress();
+	/* hand the Work to the progress thread (once) */
+	void drive();
 
 	std::vector<loom_request_t *> reqs;
 	std::vector<at::Tensor> keep;
@@ -64,9 +75,16 @@ class WorkLoom : public c10d::Work {
 	const char *name;
 
  private:
+	void complete_future(const c10::intrusive_ptr<c10::ivalue::Future> &f);
+
 	std::vector<at::Tensor> outputs_;
+	std::weak_ptr<Progress> driver_;
+	std::atomic<bool> claimed_{false}, driven_{false};
+	/* the Future, made on the first getFuture(); done_: completed */
+	std::mutex fm_;
 	c10::intrusive_ptr<c10::ivalue::Future> future_;
-	std::atomic<bool> claimed_{false};
+	bool done_ = false;
+	std::exception_ptr error_;
 };
 
 /* A thread that completes Works in the order they were queued. */
@@ -86,23 +104,48 @@ class Progress {
 };
 
 /* The world formed by loom_init, shared by every process group of this
- * process; finalized when the last one goes. */
+ * process (and by loom.torch.cpu_world()); finalized when the last one
+ * goes. */
 struct World {
 	loom_comm_t *comm = nullptr;
 	~World();
 };
 
+/* A duplicate of the world's communicator that keeps the world alive:
+ * loom.torch.cpu_world() when the default group is "loom" (no second
+ * world, no second rendezvous). Collective over the world. */
+class WorldDup {
+ public:
+	WorldDup();
+	~WorldDup() { free(); }
+	/* the loom_comm_t * for loom.World (ctypes); 0 once freed */
+	uintptr_t address() const { return (uintptr_t)comm_; }
+	void free();
+
+ private:
+	std::shared_ptr<World> world_;
+	loom_comm_t *comm_ = nullptr;
+};
+
 class ProcessGroupLoom : public c10d::ProcessGroup {
  public:
-	/* rank and size from init_process_group: they must be those of the
-	 * world libloom forms (the first group) or of that world (a later
-	 * group, a duplicate of it). timeout_s bounds every operation. */
-	ProcessGroupLoom(int rank, int size, double timeout_s);
+	/* rank and size from init_process_group or new_group. The first
+	 * group forms libloom's world, of its rank and size. A later group
+	 * of every rank is a duplicate of that world; one of a subset,
+	 * `ranks` (the members' ranks in the world, ascending), is split
+	 * from it: every rank of the world takes part, the others through
+	 * split_out(). timeout_s bounds every operation. */
+	ProcessGroupLoom(int rank, int size, double timeout_s, std::vector<int64_t> ranks = {});
 	~ProcessGroupLoom() override;
 
 	const std::string getBackendName() const override { return "loom"; }
 	/* whether a group of this process holds libloom's world now */
 	static bool have_world();
+	/* the size of that world; 0 without one */
+	static int world_size();
+	/* a rank of the world outside a new group of a subset: its part of
+	 * the split (collective over the world) */
+	static void split_out();
 	std::string bootstrap() const;
 	std::string transport(int peer) const;
 
@@ -142,17 +185,26 @@ class ProcessGroupLoom : public c10d::ProcessGroup {
 	c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override;
 
  private:
+	/* a Work of the collectives' (or the send/recv) progress thread */
 	c10::intrusive_ptr<WorkLoom> work(c10d::OpType type, const char *name,
-		std::vector<at::Tensor> outputs);
-	/* queue w on the collectives' (or the send/recv) progress thread */
-	c10::intrusive_ptr<c10d::Work> start(c10::intrusive_ptr<WorkLoom> w, bool user_p2p = false);
+		std::vector<at::Tensor> outputs, bool user_p2p = false);
+	/* w, started: loom runs its requests; its waiter completes it */
+	c10::intrusive_ptr<c10d::Work> start(c10::intrusive_ptr<WorkLoom> w) { return w; }
 	/* p2p exchanges of gather/scatter/alltoall: one isend or irecv */
 	void post(WorkLoom &w, loom_comm_t *c, bool is_send, const at::Tensor &t, int peer);
 
+	/* the Works not yet dropped, driven before the group goes (their
+	 * requests end before the communicators are freed) */
+	void track(const c10::intrusive_ptr<WorkLoom> &w);
+	std::mutex live_m_;
+	std::vector<c10::weak_intrusive_ptr<WorkLoom>> live_;
+	size_t live_cap_ = 64;
+
 	std::shared_ptr<World> world_;
 	loom_comm_t *coll_ = nullptr, *pcoll_ = nullptr, *p2p_ = nullptr;
-	/* destroyed first (declared last): waits for what is in flight */
-	std::unique_ptr<Progress> progress_, p2p_progress_;
+	/* destroyed first (declared last): waits for what it took; Works
+	 * hold them weakly */
+	std::shared_ptr<Progress> progress_, p2p_progress_;
 };
 
 /* helpers of loom_work.cpp */

@@ -85,22 +85,72 @@ loom_op_t reduce_op(const char *op, const c10d::ReduceOp &r)
 	}
 }
 
-WorkLoom::WorkLoom(int rank, c10d::OpType type, const char *n, std::vector<at::Tensor> outputs)
-	: c10d::Work(rank, type), name(n), outputs_(std::move(outputs)),
-	  future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get())))
+WorkLoom::WorkLoom(int rank, c10d::OpType type, const char *n, std::vector<at::Tensor> outputs,
+	std::weak_ptr<Progress> driver)
+	: c10d::Work(rank, type), name(n), outputs_(std::move(outputs)), driver_(std::move(driver))
 {
 }
 
-/* a Work dropped before it was queued: its requests are still waited */
+/* dropped before it completed: its requests go to the progress thread
+ * (in a Work of their own), or are waited here when that has gone */
 WorkLoom::~WorkLoom()
 {
-	for (auto *q : reqs)
-		loom_wait(q);
+	if (reqs.empty())
+		return;
+	auto p = driver_.lock();
+	if (!p) {
+		for (auto *q : reqs)
+			loom_wait(q);
+		return;
+	}
+	auto o = c10::make_intrusive<WorkLoom>(rank_, opType_, name, std::vector<at::Tensor>(),
+		std::weak_ptr<Progress>());
+	o->reqs = std::move(reqs);
+	o->keep = std::move(keep);
+	reqs.clear();
+	p->push(o);
+}
+
+void WorkLoom::drive()
+{
+	if (driven_.exchange(true))
+		return;
+	if (auto p = driver_.lock())
+		p->push(c10::intrusive_ptr<WorkLoom>::reclaim_copy(this));
+	else if (claim())
+		progress();
+}
+
+static const c10::TypePtr &tensor_list()
+{
+	static const c10::TypePtr t = c10::ListType::create(c10::TensorType::get());
+	return t;
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> WorkLoom::getFuture()
 {
-	return future_;
+	c10::intrusive_ptr<c10::ivalue::Future> f;
+	bool done;
+	{
+		std::lock_guard<std::mutex> g(fm_);
+		if (future_)
+			return future_;
+		f = future_ = c10::make_intrusive<c10::ivalue::Future>(tensor_list());
+		done = done_;
+	}
+	if (done)
+		complete_future(f);
+	else
+		drive();
+	return f;
+}
+
+void WorkLoom::complete_future(const c10::intrusive_ptr<c10::ivalue::Future> &f)
+{
+	if (error_)
+		f->setError(error_);
+	else
+		f->markCompleted(c10::IValue(outputs_));
 }
 
 std::vector<at::Tensor> WorkLoom::result()
@@ -110,9 +160,18 @@ std::vector<at::Tensor> WorkLoom::result()
 
 bool WorkLoom::wait(std::chrono::milliseconds timeout)
 {
-	if (timeout == kNoTimeout && claim())
+	if (timeout != kNoTimeout)
+		drive();
+	else if (claim())
 		progress();
 	return c10d::Work::wait(timeout);
+}
+
+bool WorkLoom::isCompleted()
+{
+	if (!c10d::Work::isCompleted())
+		drive();
+	return c10d::Work::isCompleted();
 }
 
 void WorkLoom::progress()
@@ -134,11 +193,16 @@ void WorkLoom::progress()
 	}
 	keep.clear();
 	after = nullptr;
+	c10::intrusive_ptr<c10::ivalue::Future> f;
+	{
+		std::lock_guard<std::mutex> g(fm_);
+		done_ = true;
+		error_ = e;
+		f = future_;
+	}
 	finish(e);
-	if (e)
-		future_->setError(e);
-	else
-		future_->markCompleted(c10::IValue(outputs_));
+	if (f)
+		complete_future(f);
 }
 
 Progress::Progress() : t_([this] { run(); })

@@ -20,7 +20,6 @@ torch's TCPStore keeps MASTER_PORT bound for the job's life.
 import array
 import os
 import signal as _sig
-import socket
 import sys
 from typing import Any, Dict, List, Optional, Set
 
@@ -78,45 +77,18 @@ def _torch_dist() -> Any:
     return dist if dist.is_available() and dist.is_initialized() else None
 
 
-def _free_port() -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
-    finally:
-        s.close()
-
-
 def cpu_world() -> World:
     """libloom's world beside torch's process group. Without an initialised
-    torch.distributed it is loom.init() as is. With one, rank 0 picks a
-    free port and passes it through torch's store (once), and loom.init()
-    meets there: MASTER_PORT is torch's TCPStore's for the job's life, and
-    libloom's rank 0 could not bind it (its other ranks would say hello
-    to torch's store)."""
+    torch.distributed (or with one rank) it is loom.init() as is. With
+    one, beside the default group "loom" it is a duplicate of that group's
+    world; beside another, rank 0 picks a free port and passes it through
+    torch's store, and loom.init() meets there (loom.torch's rendezvous):
+    MASTER_PORT is torch's TCPStore's for the job's life."""
     dist = _torch_dist()
     if dist is None or dist.get_world_size() == 1:
         return init()
-    key = "loom/cpu_world/port"
-    store = getattr(dist.distributed_c10d, "_get_default_store", None)
-    if store is not None:
-        store = store()
-        if dist.get_rank() == 0:
-            store.set(key, str(_free_port()))
-        port = int(store.get(key))
-    else:
-        box: List[Any] = [_free_port() if dist.get_rank() == 0 else None]
-        dist.broadcast_object_list(box, src=0)
-        port = int(box[0])
-    old = os.environ.get("MASTER_PORT")
-    os.environ["MASTER_PORT"] = str(port)
-    try:
-        return init()
-    finally:
-        if old is None:
-            del os.environ["MASTER_PORT"]
-        else:
-            os.environ["MASTER_PORT"] = old
+    from .torch import _world_beside
+    return _world_beside(dist)
 
 
 def _rng_state() -> Dict[str, Any]:

@@ -34,25 +34,41 @@ and then bound again by libloom: another process taking it in between
 makes the bootstrap fail (it does not join the job).
 
 Groups: the first group forms libloom's world; a later group of every
-rank (new_group() of all ranks) is a duplicate of it. A group of a
-subset of the ranks is not supported yet (RuntimeError).
+rank (new_group() of all ranks) is a duplicate of it; a group of a
+subset (new_group(ranks=...)) is split from it (loom_comm_split), which
+every rank of the world takes part in. torch calls a backend's creator
+on the members only, so this module wraps torch.distributed.new_group:
+the ranks outside the group do their part of the split there and get
+torch's GroupMember.NON_GROUP_MEMBER, as on gloo. Create groups through
+torch.distributed.new_group (or new_subgroups) after importing this
+module; a creator reached another way raises RuntimeError rather than
+wait for ranks that never join the split. A subset needs a loom world of
+every rank (the default group "loom", or new_group(backend="loom") of
+all ranks first); without any, the subset forms a world of its own.
+
+cpu_world() beside the default group "loom" is a duplicate of that
+group's world (no second world, no second rendezvous); beside another
+default group it forms libloom's world through torch's Store as above.
 
 Without the extension (loom configured without PyTorch's C++ headers)
 the rest of this module works and the backend "loom" is registered with a
 creator that raises the ImportError saying what to install.
 """
+import ctypes
 import importlib.util
+import inspect
 import os
 import socket
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import torch.distributed as dist
 
 from ._lib import lib as _libloom
 from ._dcp import StorageReader, StorageWriter, dcp
 from ._resumable import Resumable, cpu_world, durable_save
+from ._world import World, init
 
 NAME = "loom"
 _KEY = "loom/rendezvous"
@@ -104,25 +120,46 @@ def _environ(values: Dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def _free_port(addr: str) -> int:
+def _free_port() -> int:
+    """A TCP port free on every address of this host now (probed and
+    closed: libloom's rank 0 binds it next)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((socket.gethostbyname(addr), 0))
+        s.bind(("", 0))
         port: int = s.getsockname()[1]
         return port
 
 
-def _rendezvous(store: Any, rank: int, size: int) -> Dict[str, str]:
-    """The environment of libloom's bootstrap for this group (above)."""
+def _address() -> str:
+    """Where libloom's rank 0 can meet the others: MASTER_ADDR (else this
+    host's name) and a free port, "address:port"."""
+    return "%s:%d" % (os.environ.get("MASTER_ADDR") or socket.gethostname(), _free_port())
+
+
+def _rendezvous(rank: int, size: int, share: Callable[[Callable[[], str]], str]) -> Dict[str, str]:
+    """The environment of libloom's bootstrap (above): RANK and WORLD_SIZE
+    as torch says, MASTER_ADDR/MASTER_PORT those rank 0 picks; share(make)
+    returns rank 0's make() on every rank (through torch's Store)."""
     env = {"RANK": str(rank), "WORLD_SIZE": str(size)}
     if size == 1:
         return env
-    if rank == 0:
-        addr = os.environ.get("MASTER_ADDR") or socket.gethostname()
-        store.set(_KEY, "%s:%d" % (addr, _free_port(addr)))
-    where = store.get(_KEY).decode()
-    addr, _, port = where.rpartition(":")
+    addr, _, port = share(_address).rpartition(":")
     env.update(MASTER_ADDR=addr, MASTER_PORT=port)
     return env
+
+
+def _store_share(store: Any, rank: int, key: str) -> Callable[[Callable[[], str]], str]:
+    def share(make: Callable[[], str]) -> str:
+        if rank == 0:
+            store.set(key, make())
+        value: str = store.get(key).decode()
+        return value
+    return share
+
+
+def _can_split() -> bool:
+    """Whether a group of a subset can be split from libloom's world here:
+    a world of every rank of torch's default group."""
+    return _c10d is not None and _c10d.world_size() == dist.get_world_size()
 
 
 def _create(opts: Any, pg_options: Optional[Any] = None) -> Any:
@@ -131,10 +168,100 @@ def _create(opts: Any, pg_options: Optional[Any] = None) -> Any:
         raise _missing  # type: ignore[misc]
     rank, size = opts.group_rank, opts.group_size
     timeout = float(opts.timeout.total_seconds())
+    ranks: List[int] = [int(r) for r in getattr(opts, "global_ranks_in_group", None) or []]
     if _c10d.have_world():
+        if not 0 < len(ranks) < dist.get_world_size():
+            return _c10d.ProcessGroupLoom(rank, size, timeout)
+        if not _splitting:
+            raise RuntimeError("loom process group: new_group: a group of a subset of the ranks "
+                               "is split from libloom's world by every rank: create it through "
+                               "torch.distributed.new_group after importing loom.torch")
+        if not _can_split():
+            raise RuntimeError("loom process group: new_group: libloom's world has %d ranks, "
+                               "torch's default group %d: a group of a subset needs a loom group "
+                               "of every rank first" % (_c10d.world_size(), dist.get_world_size()))
+        return _c10d.ProcessGroupLoom(rank, size, timeout, ranks)
+    with _environ(_rendezvous(rank, size, _store_share(opts.store, rank, _KEY))):
         return _c10d.ProcessGroupLoom(rank, size, timeout)
-    with _environ(_rendezvous(opts.store, rank, size)):
-        return _c10d.ProcessGroupLoom(rank, size, timeout)
+
+
+_torch_new_group: Callable[..., Any] = dist.distributed_c10d.new_group
+_splitting = False
+
+
+def new_group(*args: Any, **kwargs: Any) -> Any:
+    """torch.distributed.new_group, as loom.torch wraps it: a group "loom"
+    of a subset of the ranks is split from libloom's world, and every rank
+    of the world takes part in the split, those outside the group here
+    (torch calls the backend's creator on the members only). Every other
+    group is torch's call as is."""
+    global _splitting
+    a = inspect.signature(_torch_new_group).bind(*args, **kwargs).arguments
+    ranks, backend = a.get("ranks"), a.get("backend")
+    if (ranks is None or _c10d is None or not dist.is_initialized() or
+            str(dist.Backend(backend or dist.get_backend())) != NAME or
+            not 0 < len(ranks) < dist.get_world_size() or len(set(ranks)) != len(ranks) or
+            not all(0 <= r < dist.get_world_size() for r in ranks)):
+        return _torch_new_group(*args, **kwargs)    # as is; torch raises for bad ranks
+    if dist.get_rank() not in ranks and _c10d.have_world() and _can_split():
+        _c10d.split_out()
+    _splitting = True
+    try:
+        return _torch_new_group(*args, **kwargs)
+    finally:
+        _splitting = False
+
+
+new_group.__wrapped__ = _torch_new_group  # type: ignore[attr-defined]
+dist.new_group = dist.distributed_c10d.new_group = new_group
+
+
+class _GroupWorld(World):
+    """cpu_world() beside the default group "loom": a duplicate of the
+    group's libloom world (loom._c10d.WorldDup), which keeps that world
+    alive until close() frees the duplicate."""
+
+    def __init__(self, dup: Any) -> None:
+        self._dup = dup
+        super().__init__(ctypes.c_void_p(dup.address))
+
+    def close(self) -> None:
+        for child in list(self._children):
+            child.close()
+        self._children = []
+        if self._comm:
+            self._comm = None
+            self._dup.free()
+
+
+_worlds = 0     # cpu_world()s beside torch so far: each its own Store key
+
+
+def _world_beside(d: Any) -> World:
+    """cpu_world() once torch.distributed is initialised, with more than
+    one rank: the default group's world, else libloom's world formed
+    through torch's Store (rank 0 publishes a free port in it: torch's
+    TCPStore keeps MASTER_PORT bound for the job's life)."""
+    global _worlds
+    if d.get_backend() == NAME and _c10d is not None and _can_split():
+        return _GroupWorld(_c10d.WorldDup())
+    _worlds += 1
+    rank, size = d.get_rank(), d.get_world_size()
+    store = getattr(d.distributed_c10d, "_get_default_store", lambda: None)()
+    share = _store_share(store, rank, "loom/cpu_world/%d" % _worlds) if store is not None else \
+        _broadcast_share(d, rank)
+    with _environ(_rendezvous(rank, size, share)):
+        return init()
+
+
+def _broadcast_share(d: Any, rank: int) -> Callable[[Callable[[], str]], str]:
+    """share() over the default group itself, where torch has no default
+    Store to reach"""
+    def share(make: Callable[[], str]) -> str:
+        box: List[Any] = [make() if rank == 0 else None]
+        d.broadcast_object_list(box, src=0)
+        return str(box[0])
+    return share
 
 
 ProcessGroupLoom = _c10d.ProcessGroupLoom if _c10d is not None else None

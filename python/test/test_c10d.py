@@ -1,9 +1,11 @@
 """Unit tests of loom.torch, the process group "loom", printing TAP: on a
 world of one (no cluster; t/t5106 runs 4 ranks): registration, every
-operation, futures, non-contiguous tensors, what raises (a CUDA tensor's
-error is not reached without CUDA: torch dispatches by device first),
-groups, a second init after destroy. make check runs it where loom._c10d is built, with
-LOOM_TORCH_EXTENSION at it; without torch every test is skipped."""
+operation, futures, non-contiguous tensors, what raises (a tensor on
+another device: the check reached directly, torch dispatches by device
+first), groups, a second init after destroy. make check runs it where
+loom._c10d is built, with LOOM_TORCH_EXTENSION at it; without torch every
+test is skipped."""
+import datetime
 import gc
 import os
 import sys
@@ -121,6 +123,25 @@ def future_and_noncontiguous():
 
 
 @test
+def who_completes():
+    """a Work completes however it is awaited: polled, waited with a timeout, its future after wait, dropped"""
+    w = dist.all_reduce(torch.ones(4), async_op=True)
+    while not w.is_completed():
+        pass
+    assert w.is_success()
+    w = dist.all_reduce(torch.ones(4), async_op=True)
+    assert w.wait(timeout=datetime.timedelta(seconds=60))
+    w = dist.all_reduce(torch.ones(4), async_op=True)
+    w.wait()
+    assert torch.equal(w.get_future().wait()[0], torch.ones(4))
+    for _ in range(100):
+        dist.all_reduce(torch.ones(1000), async_op=True)   # dropped at once
+    x = torch.ones(3)
+    dist.all_reduce(x)
+    assert torch.equal(x, torch.ones(3))
+
+
+@test
 def every_dtype():
     """reductions over loom's dtypes; data movement over any dtype"""
     for dt in (torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
@@ -146,6 +167,16 @@ def what_raises():
     raises(lambda: dist.all_to_all_single(torch.ones(3), torch.ones(3), [2], [3]),
            "alltoall_base", "output split sizes do not add up")
     raises(lambda: dist.broadcast(torch.ones(1), 3), "broadcast", "root rank 3")
+
+
+@test
+def other_device():
+    """a tensor not on the CPU is an error naming its device (a meta tensor's, checked directly)"""
+    # torch 1.13 dispatches only CPU and CUDA tensors to a process group,
+    # and a CPU-only torch makes no CUDA tensor: the check every operation
+    # makes first is reached directly
+    raises(lambda: loom.torch._c10d._check_device("allreduce", torch.ones(2, device="meta")),
+           "allreduce", "a tensor on meta", "CPU tensors only")
 
 
 @test
