@@ -25,7 +25,7 @@ GROW=$LOOM_BUILD_DIR/t/runtime/grow-check
 # the job: its world on n1 and n2 (step 0), n3 kept for the newcomers
 cat >"$TEST_TMP/job.sh" <<EOF
 #!/bin/sh
-timeout -k 10 240 srun -N2 -n4 --ntasks-per-node=2 -w n1,n2 -K0 --no-kill $GROW "\$@"
+timeout -k 10 240 srun \${GROW_MPI:+--mpi=\$GROW_MPI} -N2 -n4 --ntasks-per-node=2 -w n1,n2 -K0 --no-kill $GROW "\$@"
 EOF
 chmod +x "$TEST_TMP/job.sh"
 
@@ -59,6 +59,18 @@ test_expect_success '4 ranks on n1,n2 grow by 2 newcomers on n3: 6 ranks, right 
 	grow_run plain 2 grow 2 &&
 	grown plain 4 6 21
 '
+# a world formed over PMIx holds the key PMIx gave it: rank 0 publishes
+# the one of loom.so's LOOM_JOB_SECRET, which the newcomers prove; its
+# engine may listen elsewhere than its node's name leads (here: it does)
+if grep -q "^#define HAVE_PMIX 1" "$LOOM_BUILD_DIR/config.h"; then
+test_expect_success 'a world formed over PMIx (srun --mpi=pmix) grows by 2 newcomers on n3' '
+	( GROW_MPI=pmix LOOM_DEBUG=info && export GROW_MPI LOOM_DEBUG && grow_run pmix 2 grow 2 ) &&
+	test "$(grep -c "bootstrap pmix: PMIx_Init" "$TEST_TMP/pmix.out")" -eq 4 &&
+	grown pmix 4 6 21
+'
+else
+	test_skip 'a world formed over PMIx grows' 'libloom built without PMIx'
+fi
 test_expect_success 'both ranks of n2 killed: the 2 survivors shrink, then grow by 2 on n3' '
 	it=$(( $(loom_rand 39) + 1 )) && echo "iteration $it" &&
 	grow_run healed 2 kill 2,3 $it 2 &&

@@ -13,7 +13,6 @@
 #include "boot/bootstrap_env.h"
 #include "core/grow.h"
 
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,19 +28,6 @@ struct join {
 	double deadline, tmo;
 	struct loom_join_head h;
 };
-
-static int resolve(const char *host, uint32_t *ip)
-{
-	struct addrinfo hints, *ai = NULL;
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_INET;
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(host, NULL, &hints, &ai) || !ai)
-		return -1;
-	*ip = ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr;
-	freeaddrinfo(ai);
-	return 0;
-}
 
 /* our engine's socket where the leader sees us, and the hello */
 static int say_hello(struct join *j, struct loom_hs_peer *p)
@@ -72,7 +58,7 @@ static int try_host(struct join *j, const char *host, struct loom_hs_peer *p)
 	double until = loom_now() + HOST_TRY;
 	char why[160];
 	int rc;
-	if (resolve(host, &ip))
+	if (loom_resolve4(host, &ip))
 		return LOOM_ERR_BOOTSTRAP;
 	rc = loom_hs_dial_tcp(ip, (uint16_t)j->port, LOOM_HS_JOIN, until < j->deadline ? until : j->deadline, p);
 	if (rc == LOOM_ERR_TIMEOUT || rc == LOOM_ERR_SYSTEM)

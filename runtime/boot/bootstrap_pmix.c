@@ -123,7 +123,10 @@ int loom_pmix_finalize(void)
 	return PMIx_Finalize(NULL, 0) == PMIX_SUCCESS ? LOOM_SUCCESS : LOOM_ERR_BOOTSTRAP;
 }
 
-/* rank 0's random bits, as hex: key, nonce (the shm key is derived) */
+/* rank 0's key and random nonce, as hex (the shm key is derived). The key
+ * is LOOM_JOB_SECRET's where loom.so gave one, so that a newcomer of a
+ * --loom-join step, which proves that secret, can join this world
+ * (core/comm_grow.c); else random bits. */
 #define SECRET_BYTES (LOOM_KEY_LEN + 8)
 
 static int put_secret(struct loom_boot *b)
@@ -134,6 +137,8 @@ static int put_secret(struct loom_boot *b)
 	pmix_status_t st;
 	if (loom_random_bytes(raw, sizeof raw))
 		return LOOM_ERR_SYSTEM;
+	if (b->have_secret)
+		memcpy(raw, b->key, LOOM_KEY_LEN);
 	loom_hex_encode(raw, sizeof raw, hex);
 	PMIX_VALUE_CONSTRUCT(&v);
 	v.type = PMIX_STRING;
@@ -266,7 +271,9 @@ int loom_boot_pmix(struct loom_boot *b)
 	}
 	if ((rc = loom_boot_listen(ip, 0, &b->listen_fd, &port)))
 		goto fail;
-	if ((b->rank == 0 && (rc = put_secret(b))) || (rc = publish(b, ip, port)) || (rc = fence(&wild)))
+	/* every rank reads LOOM_JOB_SECRET: a malformed one fails them all */
+	if ((rc = loom_boot_keys(b)) || (b->rank == 0 && (rc = put_secret(b))) ||
+	    (rc = publish(b, ip, port)) || (rc = fence(&wild)))
 		goto fail;
 	t_fence = loom_now();
 	if ((rc = get_secret(b, &me)))

@@ -5,7 +5,7 @@
  *   1. an allreduce (MAX) of the world sizes: the newcomers' world ranks
  *      start after the largest, the same on every member;
  *   2. the leader (rank 0) listens on MASTER_PORT (on its engine's
- *      address) and takes nnew
+ *      address where its node's name leads there) and takes nnew
  *      newcomers' hellos (the handshake's, kind LOOM_HS_JOIN: each proves
  *      the world's key, bound to its connection, its target and fresh
  *      challenges; a hello without the key is refused and not counted),
@@ -70,20 +70,35 @@ static void sort_taken(struct taken *t)
 		}
 }
 
-/* MASTER_PORT on the address this rank's engine listens on (the one its
- * peers reach it at; every address where that is not known): the
- * newcomers dial the job's nodes in turn (boot/bootstrap_join.c) */
+/* where the leader listens: its engine's address when the newcomers,
+ * who dial the job's node names (boot/bootstrap_join.c), reach it there;
+ * every address when this node's name resolves elsewhere (a PMIx world's
+ * engine on another interface) or the engine's is not known */
+static uint32_t listen_addr(struct loom_comm *c)
+{
+	const char *node = getenv("SLURMD_NODENAME");
+	uint32_t eng = 0, named = 0;
+	uint16_t mine;
+	loom_engine_addr(c->w->eng, c->w->rank, &eng, &mine);
+	if (!eng || (node && *node && loom_resolve4(node, &named) == 0 && named != eng)) {
+		LOOM_INFO("comm %s: grow: listening on every address: node %s is not at the engine's", c->name,
+			  node ? node : "?");
+		return htonl(INADDR_ANY);
+	}
+	return eng;
+}
+
+/* MASTER_PORT where the newcomers dial (listen_addr) */
 static int listen_here(struct loom_comm *c, int port, int *fd)
 {
 	struct sockaddr_in a;
-	uint16_t mine;
 	int one = 1, s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return LOOM_ERR_SYSTEM;
 	memset(&a, 0, sizeof a);
 	a.sin_family = AF_INET;
 	a.sin_port = htons((uint16_t)port);
-	loom_engine_addr(c->w->eng, c->w->rank, &a.sin_addr.s_addr, &mine);
+	a.sin_addr.s_addr = listen_addr(c);
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	if (bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 128)) {
 		LOOM_ERR("comm %s: grow: cannot listen on MASTER_PORT %d: %s", c->name, port, strerror(errno));

@@ -3,7 +3,7 @@
 runtime_libloom_core_la_SOURCES += runtime/util/util.h runtime/util/error.c \
 	runtime/util/log.c runtime/util/sync.c runtime/util/reduce_ops.c runtime/util/copy_stream.c \
 	runtime/util/secret.c runtime/util/files.c runtime/util/intmap.h runtime/util/intmap.c \
-	runtime/util/rankmap.h runtime/util/rankmap.c
+	runtime/util/rankmap.h runtime/util/rankmap.c runtime/util/resolve.c
 runtime_libloom_core_la_CFLAGS += $(CRYPTO_CFLAGS)
 runtime_libloom_core_la_LIBADD += $(CRYPTO_LIBS)
 check_PROGRAMS += runtime/util/test/reduce_ops

@@ -126,6 +126,10 @@ void loom_reduce_into(void *out, const void *a, const void *b, size_t count, loo
  * in cache, it saves the read of each line before it is overwritten */
 void loom_copy_stream(void *dst, const void *src, size_t n);
 
+/* ---- resolve.c ---- */
+/* host's first IPv4 address (network order) into *ip: 0, or -1 */
+int loom_resolve4(const char *host, uint32_t *ip);
+
 /* AVG's last step: divide by n (integers truncate). */
 void loom_avg_finish(void *buf, size_t count, loom_dtype_t dtype, int n);
 void loom_to_f32(float *dst, const void *src, size_t count, loom_dtype_t dtype);
