@@ -271,7 +271,8 @@ static void usage(void)
 	       "  --kill-at S:R,.. tests: ranks R,.. kill themselves (SIGKILL) at step S\n"
 	       "  --timing         --heal: every rank prints 'timing: rank R EVENT step S at T'\n"
 	       "                   (T: wall clock, s) at exec, init, kill, detect, shrunk,\n"
-	       "                   restored, first-step (after a start or a heal), stop-saved\n"
+	       "                   grown (spares taken), restored, first-step (after a\n"
+	       "                   start or a heal), stop-saved\n"
 	       "  --help           this text\n\n"
 	       "Prints PASS and exits 0 when the check holds, FAIL and exits 1 otherwise.\n"
 	       "Example: srun --mpi=pmix -N2 -n4 %s --ordered\n",
@@ -645,6 +646,8 @@ static int heal_recover(struct heal *h, int t, int why)
 	for (int k = 0; k < nf && k < 64; k++)
 		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", k ? "," : "", failed[k]);
 	spares = heal_take_spares(h, &s, nf, list);
+	if (spares)
+		heal_mark(h, "grown", t + 1, 0);
 	loom_dp_free(h->dp);
 	if (h->ck)
 		loom_ckpt_close(h->ck);
