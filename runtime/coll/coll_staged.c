@@ -24,6 +24,12 @@
  * goes out with streaming stores, which save the read of every line
  * before it is overwritten (docs/algorithms.md has the figures).
  *
+ * In place (s == r), every result line this rank writes in a round is
+ * one of its input lines it read in that round (a or b), still in its
+ * cache and owned: there a cached store reads nothing either, and it
+ * leaves the line in cache, where a streaming store would evict it and
+ * send it to memory, to be read back from there by the caller's next use.
+ *
  * Where the ranks' cores share no cache (near.c decides), every slot is
  * written with streaming stores too, and b reduces into a scratch chunk
  * of this core's own, streamed out in c: the reader then takes each line
@@ -113,6 +119,17 @@ static char *stage_tmp(struct loom_comm *c)
 	return st->stage_tmp;
 }
 
+/* into this rank's result: streamed past the caches out of place, where
+ * a cached store would first read the line; cached in place, where the
+ * line is in cache already (read from s this round) */
+static void put_result(int in_place, void *to, const void *from, size_t len)
+{
+	if (in_place)
+		memcpy(to, from, len);
+	else
+		loom_copy_stream(to, from, len);
+}
+
 /* elements of chunk j of block b (0 past its end) */
 static size_t chunk_cnt(size_t n, int N, int b, size_t j, size_t step)
 {
@@ -177,16 +194,15 @@ int loom_staged_allreduce(struct loom_comm *c, const char *s, char *r, size_t n,
 				post(&g, p, m * es);
 			}
 		}
-		/* past the caches: a cached store would first read the line */
-		loom_copy_stream(r + at * es, acc, m * es);
+		put_result(s == r, r + at * es, acc, m * es);
 		/* d. the peers' reduced chunks */
 		for (k = 1; k < N && !rc; k++) {
 			int p = (me + k) % N;
 			size_t mp = chunk_cnt(n, N, p, j, step);
 			const char *in = slot(&g, p, 1, mp * es, &rc);
 			if (in) {
-				loom_copy_stream(r + (loom_blk_off(n, N, p) + j * step) * es, in,
-						 mp * es);
+				put_result(s == r, r + (loom_blk_off(n, N, p) + j * step) * es, in,
+					   mp * es);
 				release(&g, p);
 			}
 		}

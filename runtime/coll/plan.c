@@ -35,7 +35,8 @@
  *  - one node, allreduce from LOOM_STAGED_REDUCE_BYTES (256 KiB) per
  *    rank, allgather and alltoall from LOOM_STAGED_COPY_BYTES (4 MiB) of
  *    result: through the shared ring slots chunk by chunk (coll_staged.c),
- *    the results written with streaming stores. Every byte is moved by
+ *    the results written with streaming stores (an allreduce in place:
+ *    cached ones, the lines being in cache already). Every byte is moved by
  *    user code the hardware prefetches, with no page pinning in the
  *    kernel, and a streaming store saves the read of each line it
  *    overwrites, which the kernel's copies into a peer's buffer cannot.
