@@ -46,10 +46,10 @@ check_PROGRAMS += t/runtime/scale-check
 t_runtime_scale_check_SOURCES = t/runtime/scale-check.c
 t_runtime_scale_check_LDADD = runtime/libloom.la
 check_PROGRAMS += t/runtime/ft-check
-t_runtime_ft_check_SOURCES = t/runtime/ft-check.c
+t_runtime_ft_check_SOURCES = t/runtime/ft-check.c t/runtime/rank-list.h
 t_runtime_ft_check_LDADD = runtime/libloom.la
 check_PROGRAMS += t/runtime/grow-check
-t_runtime_grow_check_SOURCES = t/runtime/grow-check.c
+t_runtime_grow_check_SOURCES = t/runtime/grow-check.c t/runtime/rank-list.h
 t_runtime_grow_check_LDADD = runtime/libloom.la
 # the node rendezvous' socket name, for the squatter of t2007
 check_PROGRAMS += t/runtime/node-socket-name

@@ -21,21 +21,6 @@ test_need_cluster
 cluster_plugstack none
 FT=$LOOM_BUILD_DIR/t/runtime/ft-check
 
-# survived FILE S FAILED [SAW]: as in t2010: SAW ranks (default S) saw
-# the loss, S survivors agreed on FAILED and passed every sum
-survived() {
-	cat "$1" &&
-	test "$(grep -Ec ': iter [0-9]+: status -(5|13)$' "$1")" -eq "${4:-$2}" &&
-	test "$(grep -c ': agree: ' "$1")" -eq "$2" &&
-	test "$(grep ': agree: ' "$1" | sed 's/^rank [0-9]*: //' | sort -u)" = "agree: flag 1 failed $3" &&
-	test "$(grep -Ec ": shrunk: rank [0-9]+ of $2 sum [0-9]+ want [0-9]+ ok$" "$1")" -eq "$2" &&
-	test "$(grep -Ec ': split: .* ok$' "$1")" -eq "$2" &&
-	test "$(grep -Ec ": dup: rank [0-9]+ of $2 sum .* ok$" "$1")" -eq "$2" &&
-	test "$(grep -Ec ': mesh-dp: .* ok$' "$1")" -eq "$2" &&
-	test "$(grep -c ': done$' "$1")" -eq "$2" &&
-	! grep -E 'FAIL|WRONG' "$1"
-}
-
 # inside ENV BYTES WHAT: the last node's ranks die inside an allreduce
 inside() {
 	it=$(( $(loom_rand 9) + 1 )) && echo "iteration $it, $3" &&

@@ -38,6 +38,7 @@
  * Every survivor exits 0 only when each check passed; no finalize: the
  * world holds dead ranks. */
 #include "loom.h"
+#include "rank-list.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -55,18 +56,6 @@ static const char *STOPDIR, *VICTIMS;   /* stop mode: the test's directory, who 
  * data-parallel group (tp = 2: one member a node), shrunk after it */
 static loom_comm_t *D;
 static loom_mesh_t M;
-
-static int in_list(const char *list, int r)
-{
-	const char *p = list;
-	while (p && *p) {
-		if (atoi(p) == r)
-			return 1;
-		p = strchr(p, ',');
-		p = p ? p + 1 : NULL;
-	}
-	return 0;
-}
 
 static void die(void)
 {

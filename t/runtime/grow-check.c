@@ -21,6 +21,7 @@
  *   rank R: done
  * Each process exits 0 only when every check passed. */
 #include "loom.h"
+#include "rank-list.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -29,18 +30,6 @@
 #include <unistd.h>
 
 static char who[32];
-
-static int in_list(const char *list, int r)
-{
-	const char *p = list;
-	while (p && *p) {
-		if (atoi(p) == r)
-			return 1;
-		p = strchr(p, ',');
-		p = p ? p + 1 : NULL;
-	}
-	return 0;
-}
 
 static int fail(const char *what, int rc)
 {

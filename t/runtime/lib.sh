@@ -19,6 +19,12 @@
 #                      the lines; ranks_pass also checks the exit status)
 #   marker_dir         a fresh, empty directory under $TEST_TMP for the
 #                      ranks' marker files (LOOM_T_MARKERS of coll-check)
+#   survived FILE S FAILED [SAW]
+#                      ft-check's output FILE: SAW ranks (default S) saw the
+#                      loss (PEER_LOST or REVOKED), S survivors printed one
+#                      agree line, FAILED ("none" or ranks), and passed every
+#                      sum of the shrunk world, a split, a dup and the mesh
+#                      group (t2010, t2013)
 COLL=$LOOM_BUILD_DIR/t/runtime/coll-check
 export COLL
 T2_SRUN_TIMEOUT=${LOOM_T2_SRUN_TIMEOUT:-180}
@@ -77,4 +83,17 @@ marker_dir() {
 	d=$(mktemp -d "$TEST_TMP/markers.XXXXXX") || return 1
 	chmod 777 "$d"
 	echo "$d"
+}
+
+survived() {
+	cat "$1" &&
+	test "$(grep -Ec ': iter [0-9]+: status -(5|13)$' "$1")" -eq "${4:-$2}" &&
+	test "$(grep -c ': agree: ' "$1")" -eq "$2" &&
+	test "$(grep ': agree: ' "$1" | sed 's/^rank [0-9]*: //' | sort -u)" = "agree: flag 1 failed $3" &&
+	test "$(grep -Ec ": shrunk: rank [0-9]+ of $2 sum [0-9]+ want [0-9]+ ok$" "$1")" -eq "$2" &&
+	test "$(grep -Ec ': split: .* ok$' "$1")" -eq "$2" &&
+	test "$(grep -Ec ": dup: rank [0-9]+ of $2 sum .* ok$" "$1")" -eq "$2" &&
+	test "$(grep -Ec ': mesh-dp: .* ok$' "$1")" -eq "$2" &&
+	test "$(grep -c ': done$' "$1")" -eq "$2" &&
+	! grep -E 'FAIL|WRONG' "$1"
 }
