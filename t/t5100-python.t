@@ -7,7 +7,7 @@
 # and ends with the uninterrupted total; request_requeue in a job without
 # --loom-ckpt gets the clear error.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-[ -n "${LOOM_PYTHON:-}" ] || skip_all "the Python package is not built (configure found no Python 3)"
+test_need_python
 test_need_plugin
 test_need_cluster
 . "$LOOM_SRC_DIR/t/lib/jobs.sh"

@@ -6,7 +6,7 @@
 # (no _paths.py of make install) finds libloom through LOOM_LIBRARY or the
 # dynamic loader's search path, and imports without it.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-[ -n "${LOOM_PYTHON:-}" ] || skip_all "the Python package is not built (configure found no Python 3)"
+test_need_python
 PY=$LOOM_PYTHON
 ENV=$TEST_TMP/venv
 "$PY" -m venv --system-site-packages "$ENV" >"$TEST_TMP/venv.out" 2>&1 ||

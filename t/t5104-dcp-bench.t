@@ -4,9 +4,7 @@
 # the summaries and the ratios. A benchmark: no timing is asserted. Needs
 # python3-torch (skipped without it).
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-[ -n "${LOOM_PYTHON:-}" ] || skip_all "the Python package is not built (configure found no Python 3)"
-"$LOOM_PYTHON" -c "import torch.distributed" 2>/dev/null ||
-	skip_all "python3-torch is not installed for $LOOM_PYTHON (contrib/install-deps installs it)"
+test_need_torch
 test_need_plugin
 test_need_cluster
 BENCH=$LOOM_SRC_DIR/bench/dcp-bench.py

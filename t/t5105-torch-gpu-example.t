@@ -5,9 +5,7 @@
 # message, and with no CUDA device a clear message and exit 1, no
 # traceback. Needs python3-torch (skipped without it); no cluster.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-[ -n "${LOOM_PYTHON:-}" ] || skip_all "the Python package is not built (configure found no Python 3)"
-"$LOOM_PYTHON" -c "import torch.distributed" 2>/dev/null ||
-	skip_all "python3-torch is not installed for $LOOM_PYTHON (contrib/install-deps installs it)"
+test_need_torch
 EX=$LOOM_SRC_DIR/examples/torch_ddp_gpu.py
 
 test_expect_success '--help: the usage and every option' '

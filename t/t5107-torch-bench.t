@@ -7,9 +7,7 @@
 # one well-formed row each. Needs the process group "loom" (python3-torch,
 # libtorch-dev, pybind11-dev): skipped without it.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-[ -n "${LOOM_PYTHON:-}" ] || skip_all "the Python package is not built (configure found no Python 3)"
-[ -n "${LOOM_TORCH_EXTENSION:-}" ] ||
-	skip_all "loom._c10d is not built (configure found no PyTorch C++ headers: apt-get install python3-torch libtorch-dev pybind11-dev)"
+test_need_torch_extension
 test_need_plugin
 test_need_cluster_host
 C=$LOOM_SRC_DIR/bench/compare

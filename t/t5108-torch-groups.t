@@ -9,9 +9,7 @@
 # default group's world when that is "loom", its own world beside gloo.
 # Needs python3-torch, libtorch-dev and pybind11-dev: skipped without them.
 . "$LOOM_SRC_DIR/t/lib/test-lib.sh"
-[ -n "${LOOM_PYTHON:-}" ] || skip_all "the Python package is not built (configure found no Python 3)"
-[ -n "${LOOM_TORCH_EXTENSION:-}" ] ||
-	skip_all "loom._c10d is not built (configure found no PyTorch C++ headers: apt-get install python3-torch libtorch-dev pybind11-dev)"
+test_need_torch_extension
 test_need_plugin
 test_need_cluster
 PY=$LOOM_PYTHON

@@ -111,6 +111,25 @@ test_need_cluster() {
 # Scripts about loom.so itself: skip when it was not built (configure
 # --disable-spank), unless CI demands every cluster test
 # (LOOM_REQUIRE_CLUSTER=1 turns the skip into a failure).
+# test_need_python: the package loom was built (configure found Python 3)
+test_need_python() {
+	[ -n "${LOOM_PYTHON:-}" ] || skip_all "the Python package is not built (configure found no Python 3)"
+}
+
+# test_need_torch: that, and torch.distributed imports in its Python
+test_need_torch() {
+	test_need_python
+	"$LOOM_PYTHON" -c "import torch.distributed" 2>/dev/null ||
+		skip_all "python3-torch is not installed for $LOOM_PYTHON (contrib/install-deps installs it)"
+}
+
+# test_need_torch_extension: that, and the process group "loom" (loom._c10d) was built
+test_need_torch_extension() {
+	test_need_python
+	[ -n "${LOOM_TORCH_EXTENSION:-}" ] ||
+		skip_all "loom._c10d is not built (configure found no PyTorch C++ headers: apt-get install python3-torch libtorch-dev pybind11-dev)"
+}
+
 test_need_plugin() {
 	local plugin=${LOOM_TEST_PLUGIN:-$LOOM_BUILD_DIR/spank/.libs/loom.so}
 	[ -f "$plugin" ] && return 0
