@@ -2,6 +2,7 @@
  * from it (job_key.h). */
 #include "config.h"
 #include "job_key.h"
+#include "job_secret.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,17 +76,11 @@ int loom_job_key_derive(const char *path, uint32_t job, uint32_t restarts,
 
 void loom_job_key_step_secret(const unsigned char key[LOOM_JOB_KEY_LEN], uint32_t step, char hex[33])
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char msg[10 + 4], mac[32];
 	unsigned int len = sizeof mac;
-	int i;
 	memcpy(msg, "loom step", 10);
 	put32(msg + 10, step);
 	HMAC(EVP_sha256(), key, LOOM_JOB_KEY_LEN, msg, sizeof msg, mac, &len);
-	for (i = 0; i < 16; i++) {
-		hex[2 * i] = digits[mac[i] >> 4];
-		hex[2 * i + 1] = digits[mac[i] & 15];
-	}
-	hex[32] = 0;
+	loom_job_secret_hex(mac, LOOM_JOB_SECRET_HEX / 2, hex);
 	OPENSSL_cleanse(mac, sizeof mac);
 }

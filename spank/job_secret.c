@@ -9,10 +9,21 @@
 
 #include "job_secret.h"
 
+void loom_job_secret_hex(const unsigned char *raw, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[raw[i] >> 4];
+		out[2 * i + 1] = digits[raw[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
 int loom_job_secret_make(char *out, size_t outlen, char *err, size_t errlen)
 {
 	unsigned char raw[LOOM_JOB_SECRET_HEX / 2];
-	size_t got = 0, i;
+	size_t got = 0;
 	if (outlen < LOOM_JOB_SECRET_HEX + 1) {
 		snprintf(err, errlen, "internal: secret buffer of %zu bytes", outlen);
 		return -1;
@@ -27,8 +38,7 @@ int loom_job_secret_make(char *out, size_t outlen, char *err, size_t errlen)
 		}
 		got += (size_t)r;
 	}
-	for (i = 0; i < sizeof raw; i++)
-		snprintf(out + 2 * i, outlen - 2 * i, "%02x", raw[i]);
+	loom_job_secret_hex(raw, sizeof raw, out);
 	memset(raw, 0, sizeof raw);
 	return 0;
 }

@@ -15,6 +15,9 @@
 /* out (at least LOOM_JOB_SECRET_HEX + 1 bytes): fresh random hex digits.
  * -1 with err filled when the kernel gives no random bytes. */
 int loom_job_secret_make(char *out, size_t outlen, char *err, size_t errlen);
+/* out (2 n + 1 bytes): raw's n bytes as lowercase hex digits, the
+ * secret's form */
+void loom_job_secret_hex(const unsigned char *raw, size_t n, char *out);
 
 /* In srun: give the step a secret in srun's own environment, which Slurm
  * copies to every task (and which only the user and root can read),
