@@ -205,6 +205,15 @@ def _share_bytes(state_dict: Any, rank: int) -> int:
     return n
 
 
+def _default_path(path: Optional[str], who: str) -> str:
+    """path, or LOOM_CKPT_DIR/dcp (loom.so's --loom-ckpt) when it is None"""
+    if path is not None:
+        return path
+    if not os.environ.get("LOOM_CKPT_DIR"):
+        raise invalid("%s: no path and LOOM_CKPT_DIR is unset" % who)
+    return os.path.join(os.environ["LOOM_CKPT_DIR"], "dcp")
+
+
 class StorageWriter:
     """DCP StorageWriter on libloom's checkpoint (see the module):
 
@@ -238,11 +247,7 @@ class StorageWriter:
     def __init__(self, path: Optional[str] = None, step: Optional[int] = None,
                  async_save: bool = False, keep: int = 2, world: Optional[World] = None,
                  state_dict: Any = None) -> None:
-        if path is None:
-            if not os.environ.get("LOOM_CKPT_DIR"):
-                raise invalid("StorageWriter: no path and LOOM_CKPT_DIR is unset")
-            path = os.path.join(os.environ["LOOM_CKPT_DIR"], "dcp")
-        self.path = path
+        self.path = _default_path(path, "StorageWriter")
         self.step = step
         self.async_save = bool(async_save)
         self.keep = keep
@@ -458,11 +463,7 @@ class StorageReader:
 
     def __init__(self, path: Optional[str] = None, step: Optional[int] = None,
                  world: Optional[World] = None) -> None:
-        if path is None:
-            if not os.environ.get("LOOM_CKPT_DIR"):
-                raise invalid("StorageReader: no path and LOOM_CKPT_DIR is unset")
-            path = os.path.join(os.environ["LOOM_CKPT_DIR"], "dcp")
-        self.path = path
+        self.path = _default_path(path, "StorageReader")
         self.step = step
         self._world_arg = world
         self.world: Optional[World] = None
