@@ -174,6 +174,14 @@ const char *loom_comm_peer_transport(const loom_comm_t *comm, int peer);
  * call still returns only when its work on the stream is done.
  * LOOM_ERR_UNSUPPORTED on the other backends. */
 int loom_comm_set_stream(loom_comm_t *comm, void *cuda_stream);
+/* The CUDA device (an index among the visible devices) of comm's
+ * device-memory operations on the NCCL backend; -1 on the other
+ * backends and for a NULL comm. */
+int loom_comm_device(const loom_comm_t *comm);
+/* 1 when this libloom was built with backend (native and auto: always),
+ * else 0. What loom_init_backend needs besides (a GPU for NCCL) is not
+ * checked. */
+int loom_backend_built(loom_backend_t backend);
 /* MPI backend: an MPI program adopts loom on one of its communicators
  * (duplicated; MPI must be initialized). The result is a world of its
  * own: free it with loom_finalize, which does not finalize MPI. Declared

@@ -44,7 +44,7 @@ test_expect_success 'device-check.sh without a GPU: exit 0, log and summary writ
 	LOOM_GPU_BUILD=$B timeout 300 sh "$G/device-check.sh" "$TEST_TMP/out1" >"$TEST_TMP/dc.out" 2>&1 && rc=0 || rc=$?
 	cat "$TEST_TMP/dc.out"
 	test $rc = 0 && test -s "$TEST_TMP/out1/device-check.log" &&
-	test $(wc -l <"$TEST_TMP/out1/summary.txt") = 16
+	test $(wc -l <"$TEST_TMP/out1/summary.txt") = 17
 '
 S=$TEST_TMP/out1/summary.txt
 for p in "carried build loads" "native backend check, 1 rank" "native conformance --quick, 1 rank" \
@@ -83,6 +83,7 @@ test_expect_success 'NCCL rank limit and loom_dp are listed, never claimed; noth
 	grep -Eq "^nccl, 2\+ ranks +NOT RUN \(NCCL refuses two ranks on one GPU" "$S" &&
 	! grep -q "not implemented" "$S" &&
 	grep -Eq "^loom_dp device gradients +NOT RUN \(not supported: " "$S" &&
+	grep -Eq "^torch group on CUDA tensors +NOT RUN \(.+\)$" "$S" &&
 	test $(grep -c " PASS" "$S") = 4 && ! grep -q " FAIL" "$S"
 '
 F=$LOOM_BUILD_DIR/spank/test/.libs/libfakenvml.so

@@ -11,7 +11,7 @@ if BUILD_TORCH
 loomtorch_LTLIBRARIES += torch/_c10d.la
 endif
 torch__c10d_la_SOURCES = torch/loom_pg.hpp torch/loom_pg.cpp torch/loom_work.cpp \
-	torch/loom_module.cpp
+	torch/loom_cuda.hpp torch/loom_cuda.cpp torch/loom_module.cpp
 torch__c10d_la_CPPFLAGS = $(AM_CPPFLAGS) $(TORCH_CPPFLAGS)
 # -shared: libtool compiles the PIC objects only (a module has no static
 # form; each file costs some 15 s of torch's headers)
@@ -23,6 +23,12 @@ torch__c10d_la_LDFLAGS = -module -avoid-version -shared -pthread
 # from a module's libraries. loom.torch loads libloom before the module.
 torch__c10d_la_LDFLAGS += -Wl,runtime/.libs/libloom.so.0
 torch__c10d_la_LIBADD = $(TORCH_LIBS)
+# CUDA tensors go to libloom's NCCL backend on streams of the group's own
+# (loom_cuda.cpp): the CUDA runtime, where libloom has it
+if HAVE_CUDA
+torch__c10d_la_CPPFLAGS += -DLOOM_TORCH_CUDA $(CUDA_CFLAGS)
+torch__c10d_la_LIBADD += $(CUDA_LIBS)
+endif
 EXTRA_torch__c10d_la_DEPENDENCIES = runtime/libloom.la
 
 # its unit tests on a world of one (no cluster)

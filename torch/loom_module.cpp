@@ -21,7 +21,11 @@ PYBIND11_MODULE(_c10d, m)
 		.def_property_readonly("bootstrap", &loomtorch::ProcessGroupLoom::bootstrap,
 				       "how libloom formed its world: pmix, env, single")
 		.def("transport", &loomtorch::ProcessGroupLoom::transport, py::arg("peer"),
-		     "what carries messages to peer: self, shm, tcp");
+		     "what carries messages to peer: self, shm, tcp")
+		.def_property_readonly("loom_backend", &loomtorch::ProcessGroupLoom::backend,
+				       "libloom's backend under the group: native, nccl, mpi")
+		.def_property_readonly("device", &loomtorch::ProcessGroupLoom::device,
+				       "the CUDA device of the group's CUDA tensors; -1: CPU only");
 	m.def("have_world", &loomtorch::ProcessGroupLoom::have_world,
 	      "whether a loom process group of this process holds libloom's world");
 	m.def("world_size", &loomtorch::ProcessGroupLoom::world_size,
@@ -35,10 +39,27 @@ PYBIND11_MODULE(_c10d, m)
 		.def_property_readonly("address", &loomtorch::WorldDup::address)
 		.def("free", &loomtorch::WorldDup::free);
 	/* torch 1.13's dispatcher hands a process group CPU and CUDA tensors
-	 * only, and a CPU-only torch makes no CUDA tensor: tests reach the
-	 * check every operation makes first with a meta tensor */
+	 * only: tests reach the check every operation makes first with a
+	 * meta tensor */
 	m.def("_check_device", [](const std::string &op, const at::Tensor &t) {
-		loomtorch::check_cpu(op.c_str(), t);
+		loomtorch::check_dense(op.c_str(), t);
 	}, "the device check of every operation (tests)");
+	/* a CPU-only torch makes no CUDA tensor, but names CUDA devices:
+	 * the choices made for CUDA tensors are reached directly too */
+	m.def("_device_refusal", [](const std::string &dev, int comm_device, const std::string &be) {
+		return loomtorch::device_refusal(c10::Device(dev), comm_device, be.c_str());
+	}, "why a tensor on dev cannot go to a group on comm_device, or \"\" (tests)");
+	m.def("_world_backend", [](py::object env, bool nccl_built, size_t gpus) {
+		std::string e = env.is_none() ? "" : env.cast<std::string>();
+		switch (loomtorch::world_backend(env.is_none() ? nullptr : e.c_str(), nccl_built, gpus)) {
+		case LOOM_BACKEND_NCCL: return std::string("nccl");
+		case LOOM_BACKEND_NATIVE: return std::string("native");
+		default: return std::string("LOOM_BACKEND");
+		}
+	}, "the backend the first group forms libloom's world on (tests)");
+	m.def("_backend_built", [](const std::string &be) {
+		return loom_backend_built(be == "nccl" ? LOOM_BACKEND_NCCL :
+					  be == "mpi" ? LOOM_BACKEND_MPI : LOOM_BACKEND_NATIVE) != 0;
+	}, "whether libloom has the backend nccl, mpi or native");
 	m.def("library_version", []() { return std::string(loom_version()); });
 }

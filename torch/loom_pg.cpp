@@ -38,12 +38,15 @@ void one(const char *op, const std::vector<at::Tensor> &ts)
 {
 	if (ts.size() != 1)
 		fail(op, "takes one tensor per process, got " + std::to_string(ts.size()));
-	check_cpu(op, ts[0]);
+	check_dense(op, ts[0]);
 }
 
 void same_kind(const char *op, const at::Tensor &a, const at::Tensor &b, int64_t numel)
 {
-	check_cpu(op, a);
+	check_dense(op, a);
+	if (a.device() != b.device())
+		fail(op, "tensors on " + a.device().str() + " and " + b.device().str() +
+			 " in one call: put them on one device");
 	if (a.scalar_type() != b.scalar_type())
 		fail(op, std::string("tensors of different dtypes: ") + c10::toString(a.scalar_type()) +
 			 " and " + c10::toString(b.scalar_type()));
@@ -116,7 +119,14 @@ std::shared_ptr<World> join_world(const char *op, bool *fresh)
 	if (w)
 		return w;
 	w = std::make_shared<World>();
-	check_status(op, "loom_init", loom_init(&w->comm));
+	loom_backend_t be = world_backend(getenv("LOOM_BACKEND"),
+		loom_backend_built(LOOM_BACKEND_NCCL), at::getNumGPUs());
+	int rc = loom_init_backend(be, &w->comm);
+	if (rc != LOOM_SUCCESS && be == LOOM_BACKEND_NCCL)
+		fail(op, std::string("loom_init on the NCCL backend (chosen because torch sees a GPU) "
+				     "failed: ") + loom_strerror(rc) + "; loom's log line says why, and "
+			 "LOOM_BACKEND=native keeps the group on the host");
+	check_status(op, "loom_init", rc);
 	the_world = w;
 	return w;
 }
@@ -179,6 +189,7 @@ ProcessGroupLoom::ProcessGroupLoom(int rank, int size, double timeout_s, std::ve
 	loom_comm_set_name(p2p_, "torch-send-recv");
 	for (auto *c : {coll_, pcoll_, p2p_})
 		check_status(op, "loom_comm_set_timeout", loom_comm_set_timeout(c, timeout_s));
+	cuda_.attach(op, {coll_, p2p_});
 	progress_ = std::make_shared<Progress>();
 	p2p_progress_ = std::make_shared<Progress>();
 	init();
@@ -195,6 +206,7 @@ ProcessGroupLoom::~ProcessGroupLoom()
 	}
 	progress_.reset();
 	p2p_progress_.reset();
+	cuda_.detach();
 	for (auto *c : {pcoll_, p2p_})
 		if (c)
 			loom_comm_free(c);
@@ -245,6 +257,12 @@ std::string ProcessGroupLoom::bootstrap() const
 	return b ? b : "";
 }
 
+std::string ProcessGroupLoom::backend() const
+{
+	const char *b = loom_comm_backend(coll_);
+	return b ? b : "";
+}
+
 std::string ProcessGroupLoom::transport(int peer) const
 {
 	const char *t = loom_comm_peer_transport(coll_, peer);
@@ -286,6 +304,17 @@ void ProcessGroupLoom::post(WorkLoom &w, loom_comm_t *c, bool is_send, const at:
 	w.keep.push_back(t);
 }
 
+void ProcessGroupLoom::place(WorkLoom &w, const at::Tensor &t, loom_comm_t *c)
+{
+	w.device = t.device();
+	if (!w.device.is_cuda())
+		return;
+	std::string why = device_refusal(w.device, cuda_.device(), loom_comm_backend(c));
+	if (!why.empty())
+		fail(w.name, why);
+	cuda_.order_after_torch(w.name, w.device, c);
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::broadcast(std::vector<at::Tensor> &tensors,
 	const c10d::BroadcastOptions &opts)
 {
@@ -295,6 +324,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::broadcast(std::vector<at::Tenso
 	auto &t = tensors[0];
 	auto b = in_buf(t);
 	auto w = work(OpType::BROADCAST, op, tensors);
+	place(*w, b, coll_);
 	loom_request_t *q;
 	check_status(op, "loom_ibroadcast", loom_ibroadcast(b.data_ptr(), b.data_ptr(), nbytes(b),
 		LOOM_INT8, (int)opts.rootRank, coll_, &q));
@@ -314,6 +344,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allreduce(std::vector<at::Tenso
 	loom_op_t lop = reduce_op(op, opts.reduceOp);
 	auto b = in_buf(t);
 	auto w = work(OpType::ALLREDUCE, op, tensors);
+	place(*w, b, coll_);
 	loom_request_t *q;
 	check_status(op, "loom_iallreduce", loom_iallreduce(b.data_ptr(), b.data_ptr(),
 		(size_t)b.numel(), dt, lop, coll_, &q));
@@ -335,6 +366,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allreduce_coalesced(std::vector
 	loom_op_t lop = reduce_op(op, opts.reduceOp);
 	auto flat = flatten(tensors);
 	auto w = work(OpType::ALLREDUCE_COALESCED, op, tensors);
+	place(*w, flat, coll_);
 	loom_request_t *q;
 	check_status(op, "loom_iallreduce", loom_iallreduce(flat.data_ptr(), flat.data_ptr(),
 		(size_t)flat.numel(), dt, lop, coll_, &q));
@@ -355,6 +387,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::reduce(std::vector<at::Tensor> 
 	loom_op_t lop = reduce_op(op, opts.reduceOp);
 	auto b = in_buf(t);
 	auto w = work(OpType::REDUCE, op, tensors);
+	place(*w, b, coll_);
 	loom_request_t *q;
 	check_status(op, "loom_ireduce", loom_ireduce(b.data_ptr(), b.data_ptr(), (size_t)b.numel(),
 		dt, lop, (int)opts.rootRank, coll_, &q));
@@ -378,6 +411,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allgather(std::vector<std::vect
 	auto b = in_buf(in);
 	auto flat = at::empty({size_ * in.numel()}, in.options());
 	auto w = work(OpType::ALLGATHER, op, outputs[0]);
+	place(*w, flat, coll_);
 	loom_request_t *q;
 	check_status(op, "loom_iallgather", loom_iallgather(b.data_ptr(), flat.data_ptr(), nbytes(b),
 		LOOM_INT8, coll_, &q));
@@ -391,11 +425,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::_allgather_base(at::Tensor &out
 	const c10d::AllgatherOptions &)
 {
 	const char *op = "_allgather_base";
-	check_cpu(op, input);
+	check_dense(op, input);
 	same_kind(op, output, input, size_ * input.numel());
 	auto b = in_buf(input);
 	auto o = out_buf(output);
 	auto w = work(OpType::_ALLGATHER_BASE, op, {output});
+	place(*w, o, coll_);
 	loom_request_t *q;
 	check_status(op, "loom_iallgather", loom_iallgather(b.data_ptr(), o.data_ptr(), nbytes(b),
 		LOOM_INT8, coll_, &q));
@@ -420,6 +455,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::reduce_scatter(std::vector<at::
 	auto flat = flatten(inputs[0]);
 	auto o = out_buf(out);
 	auto w = work(OpType::REDUCE_SCATTER, op, outputs);
+	place(*w, o, coll_);
 	loom_request_t *q;
 	check_status(op, "loom_ireduce_scatter", loom_ireduce_scatter(flat.data_ptr(), o.data_ptr(),
 		(size_t)out.numel(), dt, lop, coll_, &q));
@@ -433,13 +469,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::_reduce_scatter_base(at::Tensor
 	at::Tensor &input, const c10d::ReduceScatterOptions &opts)
 {
 	const char *op = "_reduce_scatter_base";
-	check_cpu(op, output);
+	check_dense(op, output);
 	same_kind(op, input, output, size_ * output.numel());
 	loom_dtype_t dt = reduce_dtype(op, output);
 	loom_op_t lop = reduce_op(op, opts.reduceOp);
 	auto b = in_buf(input);
 	auto o = out_buf(output);
 	auto w = work(OpType::_REDUCE_SCATTER_BASE, op, {output});
+	place(*w, o, coll_);
 	loom_request_t *q;
 	check_status(op, "loom_ireduce_scatter", loom_ireduce_scatter(b.data_ptr(), o.data_ptr(),
 		(size_t)output.numel(), dt, lop, coll_, &q));
@@ -474,10 +511,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall_base(at::Tensor &outpu
 	const c10d::AllToAllOptions &)
 {
 	const char *op = "alltoall_base";
-	check_cpu(op, input);
-	check_cpu(op, output);
+	check_dense(op, input);
+	check_dense(op, output);
 	if (input.scalar_type() != output.scalar_type())
 		fail(op, "input and output of different dtypes");
+	if (input.device() != output.device())
+		fail(op, "input on " + input.device().str() + ", output on " + output.device().str());
+	if (!outputSplits.empty() || !inputSplits.empty())
+		host_only("alltoall_base with split sizes", input);
 	auto b = in_buf(input);
 	auto o = out_buf(output);
 	auto w = work(OpType::ALLTOALL_BASE, op, {output});
@@ -489,6 +530,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall_base(at::Tensor &outpu
 			fail(op, std::to_string(input.numel()) + " elements do not split in " +
 				 std::to_string(size_) + " equal blocks");
 		loom_request_t *q;
+		place(*w, o, coll_);
 		check_status(op, "loom_ialltoall", loom_ialltoall(b.data_ptr(), o.data_ptr(),
 			nbytes(b) / size_, LOOM_INT8, coll_, &q));
 		w->reqs.push_back(q);
@@ -526,7 +568,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall(std::vector<at::Tensor
 	auto w = work(OpType::ALLTOALL, op, outputs);
 	std::vector<std::function<void()>> backs;
 	for (int j = 0; j < size_; j++) {
-		check_cpu(op, inputs[j]);
+		check_dense(op, inputs[j]);
+		host_only(op, inputs[j]);
 		same_kind(op, outputs[j], inputs[j], outputs[j].numel());
 		auto src = in_buf(inputs[j]), dst = out_buf(outputs[j]);
 		if (j == rank_) {
@@ -549,6 +592,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::gather(std::vector<std::vector<
 {
 	const char *op = "gather";
 	one(op, inputs);
+	host_only(op, inputs[0]);
 	check_root(op, opts.rootRank, size_);
 	int root = (int)opts.rootRank;
 	auto src = in_buf(inputs[0]);
@@ -583,6 +627,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::scatter(std::vector<at::Tensor>
 {
 	const char *op = "scatter";
 	one(op, outputs);
+	host_only(op, outputs[0]);
 	check_root(op, opts.rootRank, size_);
 	int root = (int)opts.rootRank;
 	auto &out = outputs[0];
@@ -635,7 +680,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::send(std::vector<at::Tensor> &t
 	const char *op = "send";
 	check_p2p(op, tensors, dst, tag, size_);
 	auto w = work(OpType::SEND, op, {}, true);
-	post(*w, p2p_, true, in_buf(tensors[0]), dst);
+	auto b = in_buf(tensors[0]);
+	place(*w, b, p2p_);
+	post(*w, p2p_, true, b, dst);
 	return start(w);
 }
 
@@ -646,6 +693,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recv(std::vector<at::Tensor> &t
 	auto &t = tensors[0];
 	auto b = out_buf(t);
 	auto w = work(OpType::RECV, op, tensors, true);
+	place(*w, b, p2p_);
 	post(*w, p2p_, false, b, src);
 	w->after = copy_back(t, b);
 	return start(w);

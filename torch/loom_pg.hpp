@@ -38,6 +38,8 @@
 
 #include <loom.h>
 
+#include "loom_cuda.hpp"
+
 namespace loomtorch {
 
 class Progress;
@@ -73,6 +75,9 @@ class WorkLoom : public c10d::Work {
 	std::vector<at::Tensor> keep;
 	std::function<void()> after;
 	const char *name;
+	/* where its tensors are: a CUDA Work's Future is one of that device,
+	 * and its copies back are finished before it completes */
+	c10::Device device{c10::kCPU};
 
  private:
 	void complete_future(const c10::intrusive_ptr<c10::ivalue::Future> &f);
@@ -148,6 +153,10 @@ class ProcessGroupLoom : public c10d::ProcessGroup {
 	static void split_out();
 	std::string bootstrap() const;
 	std::string transport(int peer) const;
+	/* the backend of the group's communicators: native, nccl, mpi */
+	std::string backend() const;
+	/* the CUDA device its CUDA tensors must be on; -1: CPU tensors only */
+	int device() const { return cuda_.device(); }
 
 	c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
 		const c10d::BroadcastOptions &opts = c10d::BroadcastOptions()) override;
@@ -192,6 +201,11 @@ class ProcessGroupLoom : public c10d::ProcessGroup {
 	c10::intrusive_ptr<c10d::Work> start(c10::intrusive_ptr<WorkLoom> w) { return w; }
 	/* p2p exchanges of gather/scatter/alltoall: one isend or irecv */
 	void post(WorkLoom &w, loom_comm_t *c, bool is_send, const at::Tensor &t, int peer);
+	/* w's tensors are where t is: checked against the group (CPU, or
+	 * the CUDA device of its NCCL communicators) and, on CUDA, c's
+	 * stream made to wait for torch's; after the staging copies,
+	 * before loom's call */
+	void place(WorkLoom &w, const at::Tensor &t, loom_comm_t *c);
 
 	/* the Works not yet dropped, driven before the group goes (their
 	 * requests end before the communicators are freed) */
@@ -202,6 +216,7 @@ class ProcessGroupLoom : public c10d::ProcessGroup {
 
 	std::shared_ptr<World> world_;
 	loom_comm_t *coll_ = nullptr, *pcoll_ = nullptr, *p2p_ = nullptr;
+	CudaLink cuda_;
 	/* destroyed first (declared last): waits for what it took; Works
 	 * hold them weakly */
 	std::shared_ptr<Progress> progress_, p2p_progress_;
@@ -210,7 +225,11 @@ class ProcessGroupLoom : public c10d::ProcessGroup {
 /* helpers of loom_work.cpp */
 [[noreturn]] void fail(const char *op, const std::string &what);
 void check_status(const char *op, const char *call, int rc);
-void check_cpu(const char *op, const at::Tensor &t);
+/* t is dense, on the CPU or a CUDA device (the group's device is
+ * checked when the Work is placed) */
+void check_dense(const char *op, const at::Tensor &t);
+/* op has no CUDA form in loom (loom_cuda.hpp): t must be on the CPU */
+void host_only(const char *op, const at::Tensor &t);
 /* loom's dtype for a reduction of t, or a RuntimeError naming t's dtype */
 loom_dtype_t reduce_dtype(const char *op, const at::Tensor &t);
 loom_op_t reduce_op(const char *op, const c10d::ReduceOp &r);

@@ -43,13 +43,20 @@ void check_status(const char *op, const char *call, int rc)
 		fail(op, std::string(call) + " failed: " + verdict(rc));
 }
 
-void check_cpu(const char *op, const at::Tensor &t)
+void check_dense(const char *op, const at::Tensor &t)
 {
-	if (!t.device().is_cpu())
-		fail(op, "a tensor on " + t.device().str() +
-			 ": this process group takes CPU tensors only (use \"nccl\" for GPU tensors)");
+	if (!t.device().is_cpu() && !t.device().is_cuda())
+		fail(op, device_refusal(t.device(), -1, "native"));
 	if (t.layout() != c10::kStrided)
 		fail(op, "a sparse tensor: only dense tensors are supported");
+}
+
+void host_only(const char *op, const at::Tensor &t)
+{
+	if (t.device().is_cuda())
+		fail(op, "a tensor on " + t.device().str() + ": loom runs " + op +
+			 " as point-to-point messages, which its NCCL backend does not group; "
+			 "use CPU tensors for it, or the \"nccl\" process group");
 }
 
 loom_dtype_t reduce_dtype(const char *op, const at::Tensor &t)
@@ -135,7 +142,8 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkLoom::getFuture()
 		std::lock_guard<std::mutex> g(fm_);
 		if (future_)
 			return future_;
-		f = future_ = c10::make_intrusive<c10::ivalue::Future>(tensor_list());
+		f = future_ = c10::make_intrusive<c10::ivalue::Future>(tensor_list(),
+			device.is_cuda() ? std::vector<c10::Device>{device} : std::vector<c10::Device>());
 		done = done_;
 	}
 	if (done)
@@ -186,8 +194,11 @@ void WorkLoom::progress()
 	std::exception_ptr e;
 	try {
 		check_status(name, "the operation", first);
-		if (after)
+		if (after) {
 			after();
+			if (device.is_cuda())
+				CudaLink::finish_current(device);
+		}
 	} catch (...) {
 		e = std::current_exception();
 	}

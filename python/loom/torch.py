@@ -17,7 +17,19 @@ installed beside this package). Rank, world size and timeout are those
 given to init_process_group (env://, tcp://, a Store: any of torch's
 rendezvous); the timeout bounds every operation: a lost peer or a rank
 that never arrives makes work.wait() raise RuntimeError naming the
-operation and loom's verdict. CPU tensors only.
+operation and loom's verdict.
+
+Devices. CPU tensors go to libloom's native backend. CUDA tensors go to
+its NCCL backend, when libloom is built with it: the first group forms
+libloom's world on NCCL when torch sees a GPU and LOOM_BACKEND is unset
+(LOOM_BACKEND=native keeps it off the GPU; host memory still goes to the
+native backend on an NCCL world), on the device LOOM_LOCAL_DEVICE, else
+LOCAL_RANK, names: call torch.cuda.set_device(LOCAL_RANK) first. Each
+operation on CUDA tensors runs on a stream of the group's that waits, on
+an event, for torch's current stream; work.wait() returns once the GPU
+has run it. Gather, scatter and the alltoalls of lists or split sizes
+take CPU tensors only. group.loom_backend and group.device say where a
+group runs. The CUDA path is compiled, not yet run (no CUDA torch here).
 
 How libloom forms its world under torch. torch's env:// rendezvous
 binds MASTER_PORT on rank 0 for its TCPStore, and libloom's own

@@ -171,12 +171,40 @@ def what_raises():
 
 @test
 def other_device():
-    """a tensor not on the CPU is an error naming its device (a meta tensor's, checked directly)"""
-    # torch 1.13 dispatches only CPU and CUDA tensors to a process group,
-    # and a CPU-only torch makes no CUDA tensor: the check every operation
-    # makes first is reached directly
+    """a tensor neither on the CPU nor on CUDA is an error naming its device (checked directly)"""
+    # torch 1.13 dispatches only CPU and CUDA tensors to a process group:
+    # the check every operation makes first is reached directly
     raises(lambda: loom.torch._c10d._check_device("allreduce", torch.ones(2, device="meta")),
-           "allreduce", "a tensor on meta", "CPU tensors only")
+           "allreduce", "a tensor on meta", "takes CPU and CUDA tensors")
+
+
+@test
+def cuda_routing():
+    """CUDA tensors: the world's backend, and each refusal naming the device and the remedy"""
+    # a CPU-only torch makes no CUDA tensor but names CUDA devices: the
+    # choices the group makes for one are reached directly
+    c = loom.torch._c10d
+    wb = c._world_backend
+    assert wb(None, True, 2) == "nccl"
+    assert wb(None, True, 0) == "native"
+    assert wb(None, False, 2) == "native"
+    assert wb("", True, 1) == "nccl"
+    assert wb("native", True, 2) == "LOOM_BACKEND"
+    assert wb("nccl", False, 0) == "LOOM_BACKEND"
+    assert c._backend_built("native")
+    refusal = c._device_refusal
+    assert refusal("cpu", -1, "native") == ""
+    assert refusal("cuda:1", 1, "nccl") == ""
+    r = refusal("cuda:0", -1, "native")
+    assert "a tensor on cuda:0" in r and "runs on the native backend" in r and \
+        "NCCL" in r and "LOOM_BACKEND" in r, r
+    r = refusal("cuda:1", 0, "nccl")
+    assert "a tensor on cuda:1" in r and "on cuda:0" in r and "set_device(LOCAL_RANK)" in r, r
+    assert "takes CPU and CUDA tensors" in refusal("meta", 0, "nccl")
+    # this CPU world (the group of the tests before): it says where it runs
+    pg = dist.group.WORLD
+    assert pg.loom_backend == "native", pg.loom_backend
+    assert pg.device == -1, pg.device
 
 
 @test

@@ -38,3 +38,29 @@ int loom_comm_set_stream(loom_comm_t *c, void *stream)
 		return LOOM_ERR_UNSUPPORTED;
 	return c->be->set_stream(c, stream);
 }
+
+int loom_comm_device(const loom_comm_t *c)
+{
+	if (!c || !c->be->device)
+		return -1;
+	return c->be->device(c);
+}
+
+int loom_backend_built(loom_backend_t b)
+{
+	switch (b) {
+	case LOOM_BACKEND_AUTO:
+	case LOOM_BACKEND_NATIVE:
+		return 1;
+#ifdef HAVE_MPI
+	case LOOM_BACKEND_MPI:
+		return 1;
+#endif
+#ifdef HAVE_NCCL
+	case LOOM_BACKEND_NCCL:
+		return 1;
+#endif
+	default:
+		return 0;
+	}
+}

@@ -756,6 +756,11 @@ static int bx_set_stream(struct loom_comm *c, void *stream)
 	return LOOM_SUCCESS;
 }
 
+static int bx_device(const struct loom_comm *c)
+{
+	return ((const struct ncomm *)c->impl)->device;
+}
+
 static int bx_finalize(struct loom_comm *world)
 {
 	struct ncomm *n = world->impl;
@@ -827,4 +832,5 @@ const struct loom_backend loom_nccl_backend = {
 	.abort = bx_abort,
 	.finalize = bx_finalize,
 	.set_stream = bx_set_stream,
+	.device = bx_device,
 };

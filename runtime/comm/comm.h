@@ -65,6 +65,7 @@ struct loom_backend {
 	int (*abort)(struct loom_comm *);
 	int (*finalize)(struct loom_comm *world);
 	int (*set_stream)(struct loom_comm *, void *stream);  /* NULL: unsupported */
+	int (*device)(const struct loom_comm *);             /* NULL: no device (-1) */
 	/* surviving a lost member (core/comm_ft.c); NULL: unsupported */
 	int (*revoke)(struct loom_comm *);
 	int (*agree)(struct loom_comm *, int *flag);

@@ -148,6 +148,11 @@ for c in held-stream unmatched-send; do
 	run_part "nccl timeout abort: $c" 40 "^nccl_timeout $c: PASS" "$build/bin/nccl_timeout" --case $c
 done
 part "loom_dp device gradients" "NOT RUN" "not supported: loom_dp copies gradients into host buckets"
+# the process group "loom" on CUDA tensors: needs a CUDA torch and loom._c10d
+# built against it (make-build.sh builds neither: it says NOT RUN, why)
+run_part "torch group on CUDA tensors" 60 "^torch_cuda: PASS" \
+	env LOOM_LIBRARY="$build/lib/libloom.so.0" PYTHONPATH="$build/src/python${PYTHONPATH:+:$PYTHONPATH}" \
+	python3 "$here/torch_cuda.py"
 # no GPU needed to run it: it says what it found, NOT RUN without NVML or GPUs
 run_part "planner on live NVML" 30 "^loom-topo-probe: PASS" "$build/bin/loom-topo-probe"
 rm -f "$out/part.out" "$out/gpu.err"

@@ -2,7 +2,7 @@
 # here too, wherever configure finds what they need, so that they cannot
 # rot between GPU runs; t/gpu/make-build.sh builds them into the build it
 # carries to a GPU machine.
-EXTRA_DIST += t/gpu/README t/gpu/device-check.sh t/gpu/make-build.sh
+EXTRA_DIST += t/gpu/README t/gpu/device-check.sh t/gpu/make-build.sh t/gpu/torch_cuda.py
 
 if HAVE_NCCL
 # stream ordering on a user stream, refused buffers, the NCCL timeout

@@ -165,6 +165,21 @@ int main(void)
 	ok(m.dp && m.tp && m.pp && m.dp_size == 1 && m.tp_index == 0 && loom_comm_size(m.tp) == 1,
 	   "mesh gives three communicators of one");
 	is_int(loom_mesh_free(&m), 0, "mesh_free");
+	is_int(loom_comm_device(w), -1, "a native comm has no CUDA device");
+	is_int(loom_comm_device(NULL), -1, "nor does a NULL comm");
+	ok(loom_backend_built(LOOM_BACKEND_NATIVE) && loom_backend_built(LOOM_BACKEND_AUTO),
+	   "native and auto are always built");
+#ifdef HAVE_MPI
+	is_int(loom_backend_built(LOOM_BACKEND_MPI), 1, "mpi built, as configure found");
+#else
+	is_int(loom_backend_built(LOOM_BACKEND_MPI), 0, "mpi not built, as configure found");
+#endif
+#ifdef HAVE_NCCL
+	is_int(loom_backend_built(LOOM_BACKEND_NCCL), 1, "nccl built, as configure found");
+#else
+	is_int(loom_backend_built(LOOM_BACKEND_NCCL), 0, "nccl not built, as configure found");
+#endif
+	is_int(loom_backend_built((loom_backend_t)42), 0, "an unknown backend is not built");
 #ifndef HAVE_MPI  /* with MPI: runtime/test/backend_mpi_world.c, t/t6*.t */
 	is_int(loom_init_backend(LOOM_BACKEND_MPI, &s), LOOM_ERR_UNSUPPORTED, "mpi backend: not built");
 #endif
