@@ -5,7 +5,10 @@ srun with loom.so (env=torch: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
 
 The model is an MLP (--width, --hidden, --layers; the defaults make about
 25M float32 parameters, 100 MB of gradients a step); each step is
-forward, backward and an SGD step on a batch of --batch random rows.
+forward, backward and an SGD step on a batch of --batch random rows;
+--bucket-view makes the gradients views of DDP's allreduce buckets
+(gradient_as_bucket_view=True), which drops DDP's copy of each
+gradient into its bucket and back.
 Steps are timed twice, interleaved step by step after --warmup untimed
 ones: with DDP's gradient allreduce, and under DDP's no_sync() (the same
 step without it). A time is the slowest rank's mean over --steps; comm is the share of the step that the allreduce adds
@@ -30,6 +33,9 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    p.add_argument("--bucket-view", action="store_true",
+                   help="DDP(gradient_as_bucket_view=True): gradients are views of the "
+                        "allreduce buckets, no copy into and out of them")
     a = p.parse_args()
     if a.layers < 2 or a.steps < 1 or a.warmup < 0 or min(a.width, a.hidden, a.batch) < 1:
         p.error("--layers >= 2, --steps >= 1, --warmup >= 0, sizes >= 1")
@@ -53,7 +59,7 @@ def main():
         mods.append(torch.nn.Linear(dims[i], dims[i + 1]))
         if i < a.layers - 1:
             mods.append(torch.nn.ReLU())
-    model = DDP(torch.nn.Sequential(*mods))
+    model = DDP(torch.nn.Sequential(*mods), gradient_as_bucket_view=a.bucket_view)
     nparams = sum(q.numel() for q in model.parameters())
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
     x = torch.randn(a.batch, a.width)
@@ -84,9 +90,9 @@ def main():
     sync, nosync = t[0].item() / a.steps, t[1].item() / a.steps
     if me == 0:
         print("# ddp-step torch %s: backend %s, %d ranks, MLP %s, %d parameters, batch %d, "
-              "%d steps after %d warm-up, %d thread(s) a rank"
+              "%d steps after %d warm-up, %d thread(s) a rank, bucket view %s"
               % (torch.__version__, a.backend, n, "-".join(map(str, dims)), nparams, a.batch,
-                 a.steps, a.warmup, a.threads))
+                 a.steps, a.warmup, a.threads, "on" if a.bucket_view else "off"))
         print("# backend ranks params batch step_ms nosync_ms comm_pct")
         print("%s %d %d %d %.3f %.3f %.1f" % (a.backend, n, nparams, a.batch, 1e3 * sync, 1e3 * nosync,
                                              100.0 * max(sync - nosync, 0.0) / sync), flush=True)
