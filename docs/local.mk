@@ -8,7 +8,8 @@ EXTRA_DIST += docs/performance/README.md docs/performance/2026-12-06-full-run.md
 	docs/performance/2026-12-06-torch-loom.md \
 	docs/performance/2026-12-06-2028-recovery.md \
 	docs/performance/2026-12-06-2041-torch-inplace.md \
-	docs/performance/2026-12-06-2132-torch-ddp.md
+	docs/performance/2026-12-06-2132-torch-ddp.md \
+	docs/performance/2026-12-06-2209-torch-ddp-quiet.md
 dist_man_MANS = docs/man/loom.3 docs/man/loom_dp.3 docs/man/loom_ckpt.3 docs/man/loom.8 docs/man/loom-python.7 \
 	docs/man/loom-bench.1 docs/man/loom-ckpt-bench.1 docs/man/loom-examples.1 \
 	docs/man/loom-doctor.1
