@@ -41,6 +41,10 @@ loom_request_t *loom_req_next(loom_request_t *q);
 void loom_req_set_next(loom_request_t *q, loom_request_t *next);
 const struct loom_opdesc *loom_req_desc(const loom_request_t *q);
 void loom_req_finish(loom_request_t *q, int status);
+/* how loom_wait may run a collective request that has not started on
+ * the waiting thread (op.c's queue): 1 when it did (q finished) */
+typedef int (*loom_req_take_fn)(struct loom_comm *c, loom_request_t *q);
+void loom_req_set_take(loom_request_t *q, loom_req_take_fn take);
 /* Count q's operation (enum loom_metric_op) on c when it completes. */
 void loom_req_meter(loom_request_t *q, struct loom_comm *c, int metric, size_t bytes, double t0,
 		    uint64_t seq);

@@ -241,7 +241,9 @@ static void *worker(void *arg)
 	for (;;) {
 		loom_request_t *q;
 		int rc;
-		while (!nq->head && !nq->stop)
+		/* busy: a waiter runs the head (nbq_take); what follows it
+		 * waits for that to end */
+		while ((!nq->head || nq->busy) && !nq->stop)
 			pthread_cond_wait(&nq->cv, &nq->m);
 		if (!nq->head)
 			break;
@@ -265,6 +267,38 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_unlock(&nq->m);
 	return NULL;
+}
+
+/* loom_wait on q, not yet started and next in line: the waiting thread
+ * runs it itself, as a blocking call would, rather than wake the queue's
+ * thread and sleep until that thread is done: two thread hand-offs a
+ * call fewer, each of which can wait a scheduler slice where ranks
+ * outnumber cores. Order is kept: q is the head, and the queue's thread
+ * takes nothing while busy. */
+static int nbq_take(struct loom_comm *c, loom_request_t *q)
+{
+	struct loom_nbq *nq = c->nbq;
+	int rc;
+	pthread_mutex_lock(&nq->m);
+	if (nq->head != q || nq->busy || nq->stop) {
+		pthread_mutex_unlock(&nq->m);
+		return 0;
+	}
+	nq->head = loom_req_next(q);
+	if (!nq->head)
+		nq->tail = NULL;
+	nq->busy = 1;
+	pthread_mutex_unlock(&nq->m);
+	pthread_mutex_lock(&c->exec);
+	rc = loom_op_run(c, loom_req_desc(q));
+	pthread_mutex_unlock(&c->exec);
+	loom_req_finish(q, rc);
+	pthread_mutex_lock(&nq->m);
+	nq->busy = 0;
+	pthread_cond_broadcast(&nq->idle);
+	pthread_cond_signal(&nq->cv);
+	pthread_mutex_unlock(&nq->m);
+	return 1;
 }
 
 static int nbq_get(struct loom_comm *c, struct loom_nbq **out)
@@ -330,6 +364,7 @@ int loom_nbq_post(struct loom_comm *c, const struct loom_opdesc *d, loom_request
 		return rc;
 	if (!(q = loom_req_coll(c, d)))
 		return LOOM_ERR_NOMEM;
+	loom_req_set_take(q, nbq_take);
 	pthread_mutex_lock(&nq->m);
 	if (nq->tail)
 		loom_req_set_next(nq->tail, q);

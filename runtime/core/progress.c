@@ -29,6 +29,7 @@ struct loom_request {
 	int peer, is_send;
 	uint64_t pseq;
 	void *impl;             /* REQ_BACKEND: the backend's request */
+	loom_req_take_fn take;  /* REQ_COLL: how a waiter runs it, not started */
 	/* counted at completion when metric >= 0 (loom_req_meter) */
 	struct loom_comm *mc;
 	int metric;
@@ -85,6 +86,7 @@ struct loom_request *loom_req_coll(struct loom_comm *c, const struct loom_opdesc
 struct loom_request *loom_req_next(struct loom_request *q) { return q->next; }
 void loom_req_set_next(struct loom_request *q, struct loom_request *next) { q->next = next; }
 const struct loom_opdesc *loom_req_desc(const struct loom_request *q) { return &q->d; }
+void loom_req_set_take(struct loom_request *q, loom_req_take_fn take) { q->take = take; }
 
 /* Count a finished public operation for LOOM_METRICS_FILE and mark it
  * finished in the flight record (collective seq; 0 for point to point).
@@ -237,6 +239,8 @@ int loom_wait(loom_request_t *q)
 	if (q->kind == REQ_P2P) {
 		p2p_poll(q, 1);
 	} else {
+		if (q->take)
+			q->take(q->c, q);
 		pthread_mutex_lock(&q->m);
 		while (!q->done)
 			pthread_cond_wait(&q->cv, &q->m);

@@ -677,6 +677,41 @@ static int mode_overlap(const char *dir)
 		expect(loom_wait(q2) == 0 && loom_wait(q1) == 0, "both complete");
 		expect(y == N * (N - 1) / 2 && z == N - 1, "both right");
 	}
+	/* eight in flight of three sizes, waited in an order of each rank's
+	 * own: a waiter runs the next in line itself (op.c, nbq_take) while
+	 * the others still queue, so waits in posting order, in reverse and
+	 * from the middle all meet; an operation run out of its turn, or
+	 * beside the one before it, gets another rank's data or none */
+	{
+		enum { K = 8 };
+		static const size_t len[3] = { 1, 1000, 70000 };
+		int32_t *b[K];
+		loom_request_t *q[K];
+		int k, j, ok = 1;
+		for (k = 0; k < K; k++) {
+			size_t n2 = len[k % 3], e;
+			b[k] = malloc(n2 * sizeof *b[k]);
+			for (e = 0; e < n2; e++)
+				b[k][e] = R + k + (int32_t)e;
+			ok &= loom_iallreduce(b[k], b[k], n2, LOOM_INT32, LOOM_SUM, W, &q[k]) == 0;
+		}
+		expect(ok, "eight started");
+		for (j = 0; j < K; j++) {
+			k = R % 3 == 0 ? j : R % 3 == 1 ? K - 1 - j : (j + K / 2) % K;
+			ok &= loom_wait(q[k]) == 0;
+		}
+		expect(ok, "eight complete, waited in each rank's order");
+		for (k = 0; k < K; k++) {
+			size_t n2 = len[k % 3], e;
+			for (e = 0; e < n2; e++)
+				if (b[k][e] != N * (N - 1) / 2 + N * (k + (int32_t)e)) {
+					ok = 0;
+					break;
+				}
+			free(b[k]);
+		}
+		expect(ok, "eight right");
+	}
 	if (!failures)
 		printf("rank %d: overlap checks passed\n", R);
 	return failures != 0;
