@@ -233,6 +233,36 @@ struct loom_nbq {
 	pthread_t thr;
 };
 
+/* the head taken off the queue, which stays busy until nbq_run ends
+ * (nq->m held) */
+static loom_request_t *nbq_pop(struct loom_nbq *nq)
+{
+	loom_request_t *q = nq->head;
+	nq->head = loom_req_next(q);
+	if (!nq->head)
+		nq->tail = NULL;
+	nq->busy = 1;
+	return q;
+}
+
+/* q run (LOOM_ERR_ABORTED once the queue stops) and finished; returns
+ * with nq->m held and the queue no longer busy */
+static void nbq_run(struct loom_comm *c, loom_request_t *q)
+{
+	struct loom_nbq *nq = c->nbq;
+	int rc = LOOM_ERR_ABORTED;
+	if (!nq->stop) {
+		pthread_mutex_lock(&c->exec);
+		rc = loom_op_run(c, loom_req_desc(q));
+		pthread_mutex_unlock(&c->exec);
+	}
+	loom_req_finish(q, rc);
+	pthread_mutex_lock(&nq->m);
+	nq->busy = 0;
+	pthread_cond_broadcast(&nq->idle);
+	pthread_cond_signal(&nq->cv);  /* the queue's thread: what follows */
+}
+
 static void *worker(void *arg)
 {
 	struct loom_comm *c = arg;
@@ -240,30 +270,15 @@ static void *worker(void *arg)
 	pthread_mutex_lock(&nq->m);
 	for (;;) {
 		loom_request_t *q;
-		int rc;
 		/* busy: a waiter runs the head (nbq_take); what follows it
 		 * waits for that to end */
 		while ((!nq->head || nq->busy) && !nq->stop)
 			pthread_cond_wait(&nq->cv, &nq->m);
 		if (!nq->head)
 			break;
-		q = nq->head;
-		nq->head = loom_req_next(q);
-		if (!nq->head)
-			nq->tail = NULL;
-		nq->busy = 1;
+		q = nbq_pop(nq);
 		pthread_mutex_unlock(&nq->m);
-		if (nq->stop) {
-			rc = LOOM_ERR_ABORTED;
-		} else {
-			pthread_mutex_lock(&c->exec);
-			rc = loom_op_run(c, loom_req_desc(q));
-			pthread_mutex_unlock(&c->exec);
-		}
-		loom_req_finish(q, rc);
-		pthread_mutex_lock(&nq->m);
-		nq->busy = 0;
-		pthread_cond_broadcast(&nq->idle);
+		nbq_run(c, q);
 	}
 	pthread_mutex_unlock(&nq->m);
 	return NULL;
@@ -278,25 +293,14 @@ static void *worker(void *arg)
 static int nbq_take(struct loom_comm *c, loom_request_t *q)
 {
 	struct loom_nbq *nq = c->nbq;
-	int rc;
 	pthread_mutex_lock(&nq->m);
 	if (nq->head != q || nq->busy || nq->stop) {
 		pthread_mutex_unlock(&nq->m);
 		return 0;
 	}
-	nq->head = loom_req_next(q);
-	if (!nq->head)
-		nq->tail = NULL;
-	nq->busy = 1;
+	nbq_pop(nq);
 	pthread_mutex_unlock(&nq->m);
-	pthread_mutex_lock(&c->exec);
-	rc = loom_op_run(c, loom_req_desc(q));
-	pthread_mutex_unlock(&c->exec);
-	loom_req_finish(q, rc);
-	pthread_mutex_lock(&nq->m);
-	nq->busy = 0;
-	pthread_cond_broadcast(&nq->idle);
-	pthread_cond_signal(&nq->cv);
+	nbq_run(c, q);
 	pthread_mutex_unlock(&nq->m);
 	return 1;
 }
