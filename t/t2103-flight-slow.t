@@ -94,11 +94,12 @@ test_expect_success '8 ranks, rank 5 late by 20 ms: named, node n2' '
 	caused "$TEST_TMP/s8"/m-*.prom | head -1 | grep -q "^5 "
 '
 
+# a rank a node: 4 ranks on a 2-core host, beside another test's ranks
+# (make -j2 check), can leave one of them truly late
 test_expect_success 'a balanced job: no straggler' '
-	run_slow bal 4 100 -1 0 0 &&
-	all_ranks_passed "$TEST_TMP/o.bal" 4 "allreduces done" &&
-	"$DOC" --slow "$TEST_TMP/bal" >"$TEST_TMP/doc" 2>&1 &&
-	cat "$TEST_TMP/doc" &&
+	run_slow bal 2 100 -1 0 0 &&
+	all_ranks_passed "$TEST_TMP/o.bal" 2 "allreduces done" &&
+	{ "$DOC" --slow "$TEST_TMP/bal" >"$TEST_TMP/doc" 2>&1; rc=$?; cat "$TEST_TMP/doc"; test $rc -eq 0; } &&
 	grep -q "^verdict: no straggler\$" "$TEST_TMP/doc" &&
 	grep -q "^world: no straggler in the last 100 allreduce" "$TEST_TMP/doc"
 '
