@@ -25,15 +25,17 @@ export LOOM_CKPT_BUFFER_MB=1 CKPT_DRIVE_ROWS=9001 LOOM_CKPT_CHUNK=65536 LOOM_CKP
 export LOOM_CKPT_CACHE="$C/cache-%n" LOOM_TIMEOUT=60
 
 # heal OUT NODES NP [ENV...]: ckpt-drive heal, 6 steps, with the data
-# files of the shared directory hidden while the survivors restore. A
-# kill before the save of step s (>= 3) finds step s - 2 flushed: the
-# save of s - 1 waited for that flush (the flush of s - 1 may fail)
+# files of the shared directory hidden while the survivors restore, on
+# nodes n1..nNODES (named: the checks below name the nodes, and Slurm may
+# place -N2 on n2,n3 while n1 finishes the job before). A kill before
+# the save of step s (>= 3) finds step s - 2 flushed: the save of s - 1
+# waited for that flush (the flush of s - 1 may fail)
 heal() {
 	out=$1 nodes=$2 np=$3
 	shift 3
 	rm -rf "$D"/* "$C"/*
 	env LOOM_DEBUG=info CKPT_DRIVE_HIDE_SHARED=1 "$@" timeout -k 10 180 \
-		srun --mpi=pmix -K0 -N$nodes -n$np "$DRIVE" heal "$D" rows 6 \
+		srun --mpi=pmix -K0 -N$nodes -w "n[1-$nodes]" -n$np "$DRIVE" heal "$D" rows 6 \
 		>"$TEST_TMP/$out" 2>&1 || :
 	grep -v "info: \(bootstrap\|world\|finalize\)" "$TEST_TMP/$out"
 }
