@@ -365,8 +365,6 @@ int main(int argc, char **argv)
 		int stop = 0;
 		double tstop = 0;
 		long nstop = 0;
-		char p[4200], q[4300];
-		FILE *f;
 		if ((rc = reg(ck, argv[3])))
 			return 1;
 		loom_ckpt_resume_step(ck, &first);
@@ -382,13 +380,8 @@ int main(int argc, char **argv)
 		}
 		loom_barrier(w);
 		/* ready: the pid file appears whole (rename) */
-		snprintf(p, sizeof p, "%s/pid.%d", dir, rank);
-		snprintf(q, sizeof q, "%s.tmp", p);
-		if (!(f = fopen(q, "w")) || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0 ||
-		    rename(q, p) != 0) {
-			fprintf(stderr, "rank %d: cannot write %s\n", rank, p);
+		if (write_pid(dir))
 			return 1;
-		}
 		for (step = first + 1; step < steps; step++) {
 			/* "training": the values of this step */
 			fill(step);
