@@ -29,6 +29,10 @@ test_expect_success 'RANK without MASTER_ADDR: LOOM_ERR_BOOTSTRAP, "MASTER_ADDR 
 	test_must_fail_with "MASTER_ADDR unset" env RANK=1 WORLD_SIZE=2 MASTER_PORT=1 $COLL coll &&
 	test_must_fail_with "bootstrap failed" env RANK=1 WORLD_SIZE=2 MASTER_PORT=1 $COLL coll
 '
+test_expect_success 'a MASTER_ADDR that does not resolve: LOOM_ERR_BOOTSTRAP naming it' '
+	test_must_fail_with "MASTER_ADDR=no-such-host.invalid does not resolve" \
+		timeout -k 5 60 env RANK=1 WORLD_SIZE=2 MASTER_ADDR=no-such-host.invalid MASTER_PORT=1 $COLL coll
+'
 test_expect_success 'RANK not below WORLD_SIZE is refused' '
 	test_must_fail_with "RANK=5 is not a number in 0..1" env RANK=5 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 $COLL coll
 '

@@ -34,7 +34,6 @@
  * the reply buffer they share), rendezvous.c (the wire's tables). */
 #include "boot/bootstrap_env.h"
 
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +65,6 @@ static int rank_n(struct rv_job *j)
 
 static int resolve_master(struct rv_job *j)
 {
-	struct addrinfo hints, *ai = NULL;
 	int rc;
 	j->maddr = getenv("MASTER_ADDR");
 	if (!j->maddr || !*j->maddr) {
@@ -75,15 +73,10 @@ static int resolve_master(struct rv_job *j)
 	}
 	if ((rc = loom_rv_env_int("MASTER_PORT", 1, 65535, &j->mport)))
 		return rc;
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_INET;
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(j->maddr, NULL, &hints, &ai) || !ai) {
+	if (loom_resolve4(j->maddr, &j->mip)) {
 		LOOM_ERR("bootstrap: MASTER_ADDR=%s does not resolve", j->maddr);
 		return LOOM_ERR_BOOTSTRAP;
 	}
-	j->mip = ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr;
-	freeaddrinfo(ai);
 	return LOOM_SUCCESS;
 }
 
